@@ -1,0 +1,80 @@
+package cas
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/ipfs/go-cid"
+	mh "github.com/multiformats/go-multihash"
+)
+
+// Multicodec codes of the blocks hg writes.
+const (
+	// Raw is the multicodec of file chunks: bytes with no structure.
+	Raw = cid.Raw // 0x55
+	// DagCBOR is the multicodec of every structured hg object.
+	DagCBOR = cid.DagCBOR // 0x71
+	// DagPB is the multicodec of UnixFS nodes made by IPFS; hg only walks
+	// their links.
+	DagPB = cid.DagProtobuf // 0x70
+)
+
+// Sum returns the CIDv1 with a sha2-256 multihash of data under codec.
+// It is the only way hg names the blocks it writes.
+func Sum(codec uint64, data []byte) cid.Cid {
+	d := sha256.Sum256(data)
+	return sumToCID(codec, d)
+}
+
+func sumToCID(codec uint64, d [sha256.Size]byte) cid.Cid {
+	buf := make([]byte, 0, 2+sha256.Size)
+	buf = append(buf, mh.SHA2_256, sha256.Size)
+	buf = append(buf, d[:]...)
+	return cid.NewCidV1(codec, mh.Multihash(buf))
+}
+
+// ParseCID parses the text form of a CID (any multibase, v0 or v1).
+// Errors wrap [ErrBadCID].
+func ParseCID(s string) (cid.Cid, error) {
+	c, err := cid.Decode(s)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("%q: %w", s, ErrBadCID)
+	}
+	return c, nil
+}
+
+// CastCID parses the binary form of a CID, which must fill b exactly.
+// Errors wrap [ErrBadCID].
+func CastCID(b []byte) (cid.Cid, error) {
+	c, err := cid.Cast(b)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("%x: %w", b, ErrBadCID)
+	}
+	return c, nil
+}
+
+// Verify checks that data hashes to c with c's own hash function, so blocks
+// made by other tools (other codecs, CIDv0) are checked too.
+func Verify(c cid.Cid, data []byte) error {
+	if isSHA256v1(c) {
+		d := sha256.Sum256(data)
+		if string(c.Hash()[2:]) != string(d[:]) {
+			return &CorruptError{CID: c, Got: sumToCID(c.Type(), d)}
+		}
+		return nil
+	}
+	got, err := c.Prefix().Sum(data)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", c, err)
+	}
+	if !got.Equals(c) {
+		return &CorruptError{CID: c, Got: got}
+	}
+	return nil
+}
+
+// isSHA256v1 reports whether c is a CID whose multihash is a full sha2-256.
+func isSHA256v1(c cid.Cid) bool {
+	h := c.Hash()
+	return len(h) == 2+sha256.Size && h[0] == mh.SHA2_256 && h[1] == sha256.Size
+}

@@ -1,0 +1,302 @@
+package cas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/ipfs/go-cid"
+)
+
+// linkTag is the CBOR tag of a CID in DAG-CBOR.
+const linkTag = 42
+
+// maxDepth bounds the nesting of arrays and maps a decoder accepts.
+const maxDepth = 512
+
+var (
+	// encMode writes canonical DAG-CBOR: length-first map key order,
+	// shortest integer and length heads, 64-bit floats only, no NaN or
+	// infinity, definite lengths, nil containers as empty ones.
+	encMode cbor.EncMode
+
+	// decMode reads strict DAG-CBOR. What it cannot see (integer head
+	// width, key order, float width) the re-encoding check catches.
+	decMode cbor.DecMode
+
+	// walkMode reads DAG-CBOR written by other tools only to find its
+	// links, so it tolerates invalid UTF-8 and duplicate keys.
+	walkMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	encMode, err = cbor.EncOptions{
+		Sort:          cbor.SortLengthFirst,
+		ShortestFloat: cbor.ShortestFloatNone,
+		NaNConvert:    cbor.NaNConvertReject,
+		InfConvert:    cbor.InfConvertReject,
+		BigIntConvert: cbor.BigIntConvertShortest,
+		IndefLength:   cbor.IndefLengthForbidden,
+		NilContainers: cbor.NilContainerAsEmpty,
+		TagsMd:        cbor.TagsAllowed,
+	}.EncMode()
+	if err != nil {
+		panic(err)
+	}
+	strict := cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		TagsMd:            cbor.TagsAllowed,
+		IntDec:            cbor.IntDecConvertSignedOrBigInt,
+		BigIntDec:         cbor.BigIntDecodePointer,
+		BignumTag:         cbor.BignumTagForbidden,
+		DefaultMapType:    reflect.TypeOf(map[string]any(nil)),
+		UTF8:              cbor.UTF8RejectInvalid,
+		NaN:               cbor.NaNDecodeForbidden,
+		Inf:               cbor.InfDecodeForbidden,
+		MaxNestedLevels:   maxDepth,
+		MaxArrayElements:  MaxBlockSize,
+		MaxMapPairs:       MaxBlockSize,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+	}
+	decMode, err = strict.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	lenient := strict
+	lenient.DupMapKey = cbor.DupMapKeyQuiet
+	lenient.UTF8 = cbor.UTF8DecodeInvalid
+	lenient.NaN = cbor.NaNDecodeAllowed
+	lenient.Inf = cbor.InfDecodeAllowed
+	lenient.BignumTag = cbor.BignumTagAllowed
+	lenient.ExtraReturnErrors = cbor.ExtraDecErrorNone
+	walkMode, err = lenient.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+// Link is a CID inside a typed hg object. It encodes as CBOR tag 42 over
+// a byte string holding 0x00 and the binary CID, as DAG-CBOR requires.
+type Link struct{ cid.Cid }
+
+// MarshalCBOR implements [cbor.Marshaler].
+func (l Link) MarshalCBOR() ([]byte, error) {
+	if !l.Defined() {
+		return nil, fmt.Errorf("encode link: undefined CID: %w", ErrInvalid)
+	}
+	return encMode.Marshal(cbor.Tag{Number: linkTag, Content: linkBytes(l.Cid)})
+}
+
+// UnmarshalCBOR implements [cbor.Unmarshaler].
+func (l *Link) UnmarshalCBOR(data []byte) error {
+	var t cbor.RawTag
+	if err := decMode.Unmarshal(data, &t); err != nil {
+		return err
+	}
+	if t.Number != linkTag {
+		return fmt.Errorf("tag %d where a link (tag 42) was expected", t.Number)
+	}
+	var b []byte
+	if err := decMode.Unmarshal(t.Content, &b); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	c, err := linkFromBytes(b)
+	if err != nil {
+		return err
+	}
+	l.Cid = c
+	return nil
+}
+
+// MarshalJSON writes the DAG-JSON form of a link.
+func (l Link) MarshalJSON() ([]byte, error) {
+	return []byte(`{"/":"` + l.String() + `"}`), nil
+}
+
+func linkBytes(c cid.Cid) []byte {
+	b := c.Bytes()
+	out := make([]byte, 1+len(b))
+	copy(out[1:], b)
+	return out
+}
+
+func linkFromBytes(b []byte) (cid.Cid, error) {
+	if len(b) == 0 || b[0] != 0 {
+		return cid.Undef, fmt.Errorf("link without the 0x00 multibase prefix: %w", ErrBadCID)
+	}
+	return CastCID(b[1:])
+}
+
+// Marshal encodes a typed hg object (a struct with cbor tags, whose links
+// are [Link] values) as canonical DAG-CBOR.
+func Marshal(v any) ([]byte, error) {
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// Unmarshal decodes a typed hg object strictly: unknown fields, duplicate
+// keys, indefinite lengths, invalid UTF-8 and trailing bytes are refused, and
+// the value must re-encode to exactly data. Every error wraps
+// [ErrNotCanonical].
+func Unmarshal(data []byte, v any) error {
+	if err := decMode.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	again, err := encMode.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	if !bytes.Equal(again, data) {
+		return fmt.Errorf("%w: encoding differs from the canonical one", ErrNotCanonical)
+	}
+	return nil
+}
+
+// EncodeNode encodes a value of the IPLD data model as canonical DAG-CBOR.
+// The Go types of the data model are: nil, bool, int64 (and the other
+// integer types), *big.Int within [-2^64, 2^64-1], float64 (finite),
+// string (valid UTF-8), []byte, []any, map[string]any and cid.Cid.
+func EncodeNode(n any) ([]byte, error) {
+	v, err := toCBOR(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return Marshal(v)
+}
+
+// DecodeNode decodes one strict, canonical DAG-CBOR item into the data
+// model types listed at [EncodeNode], with int64 or *big.Int for
+// integers. Every error wraps [ErrNotCanonical].
+func DecodeNode(data []byte) (any, error) {
+	var v any
+	if err := decMode.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	n, err := fromCBOR(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	again, err := EncodeNode(n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	if !bytes.Equal(again, data) {
+		return nil, fmt.Errorf("%w: encoding differs from the canonical one", ErrNotCanonical)
+	}
+	return n, nil
+}
+
+var (
+	minUint64Neg = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64)) // -2^64
+	maxUint64    = new(big.Int).SetUint64(math.MaxUint64)
+)
+
+// toCBOR turns a data model value into one fxamacker/cbor encodes as
+// DAG-CBOR, checking the rules the encoder cannot.
+func toCBOR(n any, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nesting deeper than %d: %w", maxDepth, ErrInvalid)
+	}
+	switch x := n.(type) {
+	case nil, bool, string, []byte,
+		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		if s, ok := x.(string); ok && !utf8.ValidString(s) {
+			return nil, fmt.Errorf("string is not valid UTF-8: %w", ErrInvalid)
+		}
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("float %v: %w", x, ErrInvalid)
+		}
+		return x, nil
+	case *big.Int:
+		if x.Cmp(minUint64Neg) < 0 || x.Cmp(maxUint64) > 0 {
+			return nil, fmt.Errorf("integer %s outside 64 bits: %w", x, ErrInvalid)
+		}
+		return x, nil
+	case cid.Cid:
+		if !x.Defined() {
+			return nil, fmt.Errorf("undefined CID: %w", ErrInvalid)
+		}
+		return cbor.Tag{Number: linkTag, Content: linkBytes(x)}, nil
+	case Link:
+		return toCBOR(x.Cid, depth)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			v, err := toCBOR(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if !utf8.ValidString(k) {
+				return nil, fmt.Errorf("map key is not valid UTF-8: %w", ErrInvalid)
+			}
+			v, err := toCBOR(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("type %T is not in the data model: %w", n, ErrInvalid)
+	}
+}
+
+// fromCBOR turns what the decoder produced into data model values,
+// refusing every tag but 42.
+func fromCBOR(v any) (any, error) {
+	switch x := v.(type) {
+	case cbor.Tag:
+		if x.Number != linkTag {
+			return nil, fmt.Errorf("tag %d is not allowed in DAG-CBOR", x.Number)
+		}
+		b, ok := x.Content.([]byte)
+		if !ok {
+			return nil, errors.New("tag 42 must enclose a byte string")
+		}
+		return linkFromBytes(b)
+	case []any:
+		for i, e := range x {
+			n, err := fromCBOR(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = n
+		}
+		return x, nil
+	case map[string]any:
+		for k, e := range x {
+			n, err := fromCBOR(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = n
+		}
+		return x, nil
+	case float32:
+		return float64(x), nil
+	case cbor.SimpleValue:
+		return nil, fmt.Errorf("simple value %d is not allowed in DAG-CBOR", x)
+	case nil, bool, int64, *big.Int, float64, string, []byte:
+		return x, nil
+	default:
+		return nil, fmt.Errorf("unexpected value of type %T", v)
+	}
+}

@@ -1,0 +1,127 @@
+package cas
+
+import (
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-varint"
+)
+
+// Links returns the CIDs a block links to, in the order they appear.
+// Raw blocks have none. DAG-CBOR blocks are read leniently (blocks made by
+// other tools need not be canonical to be walked); dag-pb blocks are read
+// for their PBLink hashes. For any other codec the error wraps [ErrInvalid]:
+// a walk that cannot see a block's links must not pretend it has none.
+func Links(c cid.Cid, data []byte) ([]cid.Cid, error) {
+	switch c.Type() {
+	case Raw:
+		return nil, nil
+	case DagCBOR:
+		var v any
+		if err := walkMode.Unmarshal(data, &v); err != nil {
+			return nil, fmt.Errorf("read links of %s: %w", c, err)
+		}
+		var out []cid.Cid
+		if err := collectLinks(v, &out); err != nil {
+			return nil, fmt.Errorf("read links of %s: %w", c, err)
+		}
+		return out, nil
+	case DagPB:
+		return pbLinks(c, data)
+	default:
+		return nil, fmt.Errorf("read links of %s: codec 0x%x: %w", c, c.Type(), ErrInvalid)
+	}
+}
+
+func collectLinks(v any, out *[]cid.Cid) error {
+	switch x := v.(type) {
+	case cbor.Tag:
+		if x.Number != linkTag {
+			return collectLinks(x.Content, out)
+		}
+		b, ok := x.Content.([]byte)
+		if !ok {
+			return fmt.Errorf("tag 42 must enclose a byte string: %w", ErrInvalid)
+		}
+		l, err := linkFromBytes(b)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, l)
+	case []any:
+		for _, e := range x {
+			if err := collectLinks(e, out); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if err := collectLinks(e, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pbLinks reads the Hash field of every Links entry (field 2) of a dag-pb
+// PBNode, skipping everything else.
+func pbLinks(c cid.Cid, data []byte) ([]cid.Cid, error) {
+	bad := func(what string) error {
+		return fmt.Errorf("read links of %s: dag-pb %s: %w", c, what, ErrInvalid)
+	}
+	var out []cid.Cid
+	for len(data) > 0 {
+		key, n, err := varint.FromUvarint(data)
+		if err != nil {
+			return nil, bad("field key")
+		}
+		data = data[n:]
+		field, wire := key>>3, key&7
+		if wire != 2 {
+			return nil, bad("wire type")
+		}
+		size, n, err := varint.FromUvarint(data)
+		if err != nil || size > uint64(len(data)-n) {
+			return nil, bad("length")
+		}
+		body := data[n : n+int(size)]
+		data = data[n+int(size):]
+		if field != 2 {
+			continue
+		}
+		for len(body) > 0 {
+			k, m, err := varint.FromUvarint(body)
+			if err != nil {
+				return nil, bad("link field key")
+			}
+			body = body[m:]
+			f, w := k>>3, k&7
+			switch w {
+			case 0:
+				_, m, err = varint.FromUvarint(body)
+				if err != nil {
+					return nil, bad("link varint")
+				}
+				body = body[m:]
+			case 2:
+				sz, m, err := varint.FromUvarint(body)
+				if err != nil || sz > uint64(len(body)-m) {
+					return nil, bad("link length")
+				}
+				if f == 1 {
+					l, err := CastCID(body[m : m+int(sz)])
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, l)
+				}
+				body = body[m+int(sz):]
+			default:
+				return nil, bad("link wire type")
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+// Package memstore is an in-memory [cas.Store], for tests and for work
+// that must leave nothing behind.
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
+)
+
+// Store keeps blocks and pins in maps. The zero value is not usable; call
+// [New].
+type Store struct {
+	mu     sync.RWMutex
+	blocks map[cid.Cid][]byte
+	pins   map[string]cid.Cid
+	closed bool
+}
+
+var errClosed = errors.New("memstore: store is closed")
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{blocks: make(map[cid.Cid][]byte), pins: make(map[string]cid.Cid)}
+}
+
+var _ cas.Store = (*Store)(nil)
+
+func (s *Store) read(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, errClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+func (s *Store) write(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errClosed
+	}
+	return s.mu.Unlock, nil
+}
+
+// Has implements [cas.Store].
+func (s *Store) Has(ctx context.Context, c cid.Cid) (bool, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	_, ok := s.blocks[c]
+	return ok, nil
+}
+
+// Get implements [cas.Store].
+func (s *Store) Get(ctx context.Context, c cid.Cid) ([]byte, error) {
+	var out []byte
+	err := s.View(ctx, c, func(data []byte) error {
+		out = slices.Clone(data)
+		return nil
+	})
+	return out, err
+}
+
+// View implements [cas.Store].
+func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) error {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return err
+	}
+	data, ok := s.blocks[c]
+	unlock()
+	if !ok {
+		return &cas.NotFoundError{CID: c}
+	}
+	if err := cas.Verify(c, data); err != nil {
+		return err
+	}
+	return fn(data)
+}
+
+// Put implements [cas.Store]. It keeps a copy of each block's bytes.
+func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, b := range blocks {
+		if _, ok := s.blocks[b.CID()]; !ok {
+			s.blocks[b.CID()] = slices.Clone(b.Data())
+		}
+	}
+	return nil
+}
+
+// Delete implements [cas.Store].
+func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, c := range cids {
+		delete(s.blocks, c)
+	}
+	return nil
+}
+
+// AllKeys implements [cas.Store]. Blocks come in the byte order of their
+// binary CIDs, as in the bbolt store.
+func (s *Store) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) error {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return err
+	}
+	type kv struct {
+		c    cid.Cid
+		size int
+	}
+	all := make([]kv, 0, len(s.blocks))
+	for c, d := range s.blocks {
+		all = append(all, kv{c, len(d)})
+	}
+	unlock()
+	slices.SortFunc(all, func(a, b kv) int { return compareKeys(a.c, b.c) })
+	for _, e := range all {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e.c, e.size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareKeys(a, b cid.Cid) int {
+	return slices.Compare(a.Bytes(), b.Bytes())
+}
+
+// SetPin implements [cas.Store].
+func (s *Store) SetPin(ctx context.Context, name string, c cid.Cid) error {
+	if err := cas.CheckPinName(name); err != nil {
+		return err
+	}
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s.pins[name] = c
+	return nil
+}
+
+// DeletePin implements [cas.Store].
+func (s *Store) DeletePin(ctx context.Context, name string) error {
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, ok := s.pins[name]; !ok {
+		return fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
+	}
+	delete(s.pins, name)
+	return nil
+}
+
+// Pins implements [cas.Store].
+func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := make([]cas.Pin, 0, len(s.pins))
+	for n, c := range s.pins {
+		out = append(out, cas.Pin{Name: n, CID: c})
+	}
+	slices.SortFunc(out, func(a, b cas.Pin) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Close implements [cas.Store].
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.closed = true
+	s.blocks, s.pins = nil, nil
+	return nil
+}
+
+// Corrupt replaces the stored bytes of c without rehashing, so tests can
+// check that reads catch a flipped byte. It reports whether c was present.
+func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.blocks[c]; !ok {
+		return false
+	}
+	s.blocks[c] = slices.Clone(data)
+	return true
+}
