@@ -11,7 +11,7 @@ import (
 
 // Info describes a block and, for hg objects, what it stands for.
 type Info struct {
-	CID       cid.Cid `json:"cid"`
+	CID       cid.Cid `json:"-"`
 	Codec     string  `json:"codec"`          // multicodec name: raw, dag-cbor, dag-pb...
 	Type      string  `json:"type,omitempty"` // the object's "type" field, for hg objects
 	BlockSize int     `json:"block_size"`     // bytes of this block alone
@@ -92,4 +92,22 @@ func codecName(code uint64) string {
 		return name
 	}
 	return fmt.Sprintf("0x%x", code)
+}
+
+// CheckObject checks a DAG-CBOR block that claims, by its "type" field,
+// to be an hg object this package defines (hg/file@1, hg/tree@1): it must
+// decode strictly and be well formed. Blocks of other types pass.
+func CheckObject(data []byte) error {
+	switch objectType(data) {
+	case TypeFile:
+		var n FileNode
+		if err := Unmarshal(data, &n); err != nil {
+			return err
+		}
+		return n.check(Sum(DagCBOR, data))
+	case TypeTree:
+		_, err := DecodeTree(data)
+		return err
+	}
+	return nil
 }

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
+	"github.com/ipfs/go-cid"
+	"github.com/spf13/cobra"
+)
+
+func newInitCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "init [DIR]",
+		Short: "create a store (DIR/.haygent, or --store DIR itself)",
+		Args:  rangeArgs(0, 1, "at most one DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := g.store
+			if dir == "" {
+				parent := "."
+				if len(args) == 1 {
+					parent = args[0]
+				}
+				dir = filepath.Join(parent, storeDirName)
+			} else if len(args) == 1 {
+				return usageError{errors.New("give DIR or --store, not both")}
+			}
+			if err := boltstore.Init(dir); err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				abs = dir
+			}
+			g.ui.printf("initialized empty hg store in %s\n", abs)
+			return nil
+		},
+	}
+}
+
+type putResult struct {
+	CID  string `json:"cid"`
+	Kind string `json:"kind"`
+	Size uint64 `json:"size"`
+	Pin  string `json:"pin,omitempty"`
+}
+
+func newPutCmd(g *globals) *cobra.Command {
+	var (
+		recursive bool
+		asJSON    bool
+		pin       string
+	)
+	cmd := &cobra.Command{
+		Use:   "put [-r] PATH|-",
+		Short: "store a file, a directory tree (-r) or stdin (-); print the root CID",
+		Long: `Store a file, a directory tree (with -r) or standard input (-) and print the
+root CID. Files become 1 MiB raw chunks under an hg/file@1 index; directories
+become hg/tree@1 nodes; symlinks are stored as links and never followed.
+Nothing is pinned unless --pin NAME is given, and 'hg gc' removes what no pin
+reaches.`,
+		Args: exactArgs(1, "one PATH (or - for stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if pin != "" {
+				if err := cas.CheckPinName(pin); err != nil {
+					return usageError{err}
+				}
+			}
+			path := args[0]
+			var info os.FileInfo
+			if path != "-" {
+				info, err = os.Stat(path)
+				if err != nil {
+					return err
+				}
+				if info.IsDir() && !recursive {
+					return usageError{fmt.Errorf("%s is a directory (use -r to store a tree)", path)}
+				}
+			}
+			st, err := g.openStore(false, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			ctx := cmd.Context()
+			var (
+				root cid.Cid
+				size uint64
+				kind = cas.KindFile
+			)
+			switch {
+			case path == "-":
+				update, finish := g.ui.progress("put", -1)
+				root, size, err = cas.PutFile(ctx, st, g.ui.stdin, &cas.PutOptions{Progress: update})
+				finish()
+			case info.IsDir():
+				kind = cas.KindDir
+				root, err = putTree(ctx, g, st, path)
+				if err == nil {
+					var in *cas.Info
+					if in, err = cas.Stat(ctx, st, root); err == nil {
+						size = in.Size
+					}
+				}
+			case info.Mode().IsRegular():
+				root, size, err = putFile(ctx, g, st, path, info.Size())
+			default:
+				return fmt.Errorf("%s is not a regular file or directory", path)
+			}
+			if err != nil {
+				return err
+			}
+			if pin != "" {
+				if err := st.SetPin(ctx, pin, root); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return g.ui.printJSON(putResult{CID: root.String(), Kind: kind, Size: size, Pin: pin})
+			}
+			g.ui.printf("%s\n", root)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "store a directory and everything below it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {cid, kind, size, pin} as JSON")
+	cmd.Flags().StringVar(&pin, "pin", "", "pin the root under `NAME` once it is stored")
+	return cmd
+}
+
+func putFile(ctx context.Context, g *globals, st cas.Store, path string, size int64) (cid.Cid, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cid.Undef, 0, err
+	}
+	defer f.Close()
+	update, finish := g.ui.progress("put", size)
+	defer finish()
+	return cas.PutFile(ctx, st, f, &cas.PutOptions{Progress: update})
+}
+
+func putTree(ctx context.Context, g *globals, st cas.Store, path string) (cid.Cid, error) {
+	update, finish := g.ui.progress("put", -1)
+	defer finish()
+	return cas.PutTree(ctx, st, path, &cas.TreeOptions{
+		Progress: update,
+		Skipped: func(p string, mode os.FileMode) {
+			g.ui.warnf("skipped %s: a %s cannot be stored", p, mode.Type())
+		},
+	})
+}
+
+func newGetCmd(g *globals) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "get CID|PIN [-o PATH]",
+		Short: "write a file to stdout or PATH, or a tree into the directory PATH",
+		Long: `Write the file CID to standard output, or to PATH with -o (replaced
+atomically), or the tree CID into the directory PATH, which must not exist or
+be empty. Every block is verified before its bytes are used; a damaged block
+stops the command with exit code 4 and leaves nothing at PATH.`,
+		Args: exactArgs(1, "one CID or pin name"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			ctx := cmd.Context()
+			c, err := resolve(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := cas.Stat(ctx, st, c)
+			if err != nil {
+				return err
+			}
+			switch info.Type {
+			case cas.TypeTree:
+				if out == "" {
+					return usageError{fmt.Errorf("%s is a directory tree: give -o DIR", c)}
+				}
+				update, finish := g.ui.progress("get", int64(info.Size))
+				defer finish()
+				return cas.GetTree(ctx, st, c, out, &cas.TreeOptions{Progress: update})
+			case cas.TypeFile:
+				update, finish := g.ui.progress("get", int64(info.Size))
+				defer finish()
+				return writeOut(out, g.ui.stdout, func(w io.Writer) error {
+					_, err := cas.ReadFile(ctx, st, c, w, update)
+					return err
+				})
+			}
+			if c.Type() == cas.Raw {
+				return writeOut(out, g.ui.stdout, func(w io.Writer) error {
+					return st.View(ctx, c, func(data []byte) error {
+						_, err := w.Write(data)
+						return err
+					})
+				})
+			}
+			what := info.Codec
+			if info.Type != "" {
+				what = info.Type
+			}
+			return fmt.Errorf("%s is a %s block, not a file or tree (try 'hg dag get')", c, what)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `PATH` instead of stdout (required for a tree)")
+	return cmd
+}
+
+// writeOut runs write against stdout (path "" or "-"), straight into path
+// when it is a device or pipe, and otherwise into a temporary file beside
+// path that is renamed over it only when write succeeds.
+func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		return write(stdout)
+	}
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		if info.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".hg-get-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func newStatCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stat CID|PIN",
+		Short: "show a block's codec, type, size and links",
+		Args:  exactArgs(1, "one CID or pin name"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			c, err := resolve(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := cas.Stat(cmd.Context(), st, c)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type infoJSON struct {
+					CID string `json:"cid"`
+					*cas.Info
+				}
+				return g.ui.printJSON(infoJSON{info.CID.String(), info})
+			}
+			g.ui.printf("cid        %s\n", info.CID)
+			g.ui.printf("codec      %s\n", info.Codec)
+			if info.Type != "" {
+				g.ui.printf("type       %s\n", info.Type)
+			}
+			g.ui.printf("size       %d\n", info.Size)
+			g.ui.printf("block size %d\n", info.BlockSize)
+			g.ui.printf("links      %d\n", info.Links)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/haygent/hg/cas"
+)
+
+// Exit codes. They are part of the contract with scripts: see SPEC.md.
+const (
+	exitOK        = 0 // stored, PASS, verified, replay agreed
+	exitError     = 1 // bad input, bad package, I/O, store busy
+	exitUsage     = 2 // the command line itself is wrong
+	exitHalt      = 3 // the work ended in a truthful failure
+	exitIntegrity = 4 // a hash, chain, signature or canonical-form check failed
+	exitNeedInput = 5 // clarification questions are unanswered
+)
+
+// usageError marks an error in the command line: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// integrityError marks a finding (not a failure to look) that something
+// stored is damaged, as fsck reports: exit 4.
+type integrityError struct{ msg string }
+
+func (e integrityError) Error() string { return e.msg }
+
+// exitCode maps an error to the process exit code. It is the only place
+// that does.
+func exitCode(err error) int {
+	var (
+		usage usageError
+		integ integrityError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &usage), errors.Is(err, cas.ErrBadCID):
+		return exitUsage
+	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical):
+		return exitIntegrity
+	default:
+		return exitError
+	}
+}
+
+// hintFor returns a line of advice for well-known errors, or "".
+func hintFor(err error) string {
+	var busy *cas.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return "wait for it to finish, or stop it; hg never waits for more than a few seconds"
+	case errors.Is(err, errNoStore):
+		return "run 'hg init' to create a store here, or pass --store DIR or set HG_STORE"
+	case errors.Is(err, cas.ErrCorrupt):
+		return "run 'hg fsck' to list every damaged block"
+	case errors.Is(err, cas.ErrBadCID):
+		return "a CID looks like bafy... (see 'hg put' and 'hg pin ls')"
+	}
+	return ""
+}

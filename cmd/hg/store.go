@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
+)
+
+// storeDirName is the name of a store directory found by walking up from
+// the working directory. (Not ".hg": that is Mercurial's.)
+const storeDirName = ".haygent"
+
+var errNoStore = errors.New("no hg store found")
+
+// lockTimeout is how long a command waits for a store another process
+// holds. HG_LOCK_TIMEOUT (a Go duration) overrides it.
+const lockTimeout = 3 * time.Second
+
+// locateStore finds the store directory: --store, else $HG_STORE, else the
+// nearest .haygent/ from the working directory up.
+func locateStore(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv("HG_STORE"); env != "" {
+		return env, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; {
+		cand := filepath.Join(dir, storeDirName)
+		if info, err := os.Stat(cand); err == nil && info.IsDir() {
+			return cand, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%w (no %s in %s or any parent)", errNoStore, storeDirName, wd)
+		}
+		dir = parent
+	}
+}
+
+// openStore opens the store for a command. Commands that only read pass
+// readOnly, so several of them can share the store.
+func (g *globals) openStore(readOnly bool, command string) (cas.Store, error) {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return nil, err
+	}
+	timeout := lockTimeout
+	if s := os.Getenv("HG_LOCK_TIMEOUT"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			timeout = d
+		}
+	}
+	st, err := boltstore.Open(dir, &boltstore.Options{ReadOnly: readOnly, Timeout: timeout, Command: command})
+	if errors.Is(err, cas.ErrNotFound) {
+		return nil, fmt.Errorf("%w at %s", errNoStore, dir)
+	}
+	return st, err
+}
+
+// commandLine describes the running command for the store's holder file.
+func commandLine(args []string) string {
+	s := strings.Join(append([]string{"hg"}, args...), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

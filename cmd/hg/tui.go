@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// All terminal output rules live here: results to stdout, diagnostics to
+// stderr as "hg: error: ..." and "hg: hint: ...", progress bars only when
+// stderr is a terminal.
+
+// progressMin is the size below which no progress bar is drawn.
+const progressMin = 32 << 20
+
+type ui struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func (u *ui) errorf(format string, args ...any) {
+	fmt.Fprintf(u.stderr, "hg: error: %s\n", oneLine(fmt.Sprintf(format, args...)))
+}
+
+func (u *ui) hintf(format string, args ...any) {
+	fmt.Fprintf(u.stderr, "hg: hint: %s\n", oneLine(fmt.Sprintf(format, args...)))
+}
+
+func (u *ui) warnf(format string, args ...any) {
+	fmt.Fprintf(u.stderr, "hg: warning: %s\n", oneLine(fmt.Sprintf(format, args...)))
+}
+
+// printf writes a result line to stdout.
+func (u *ui) printf(format string, args ...any) {
+	fmt.Fprintf(u.stdout, format, args...)
+}
+
+// printJSON writes v as one line of JSON to stdout.
+func (u *ui) printJSON(v any) error {
+	enc := json.NewEncoder(u.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
+}
+
+// stderrIsTerminal reports whether a person is watching stderr.
+func (u *ui) stderrIsTerminal() bool {
+	f, ok := u.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress returns a callback that draws a byte progress bar of total
+// bytes (-1 if unknown) on stderr, and a func to finish it. Both do
+// nothing unless stderr is a terminal and the work is large.
+func (u *ui) progress(desc string, total int64) (update func(done int64), finish func()) {
+	if !u.stderrIsTerminal() || (total >= 0 && total < progressMin) {
+		return func(int64) {}, func() {}
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(u.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30),
+	)
+	return func(done int64) { _ = bar.Set64(done) }, func() { _ = bar.Finish() }
+}
