@@ -204,8 +204,13 @@ var (
 // toCBOR turns a data model value into one fxamacker/cbor encodes as
 // DAG-CBOR, checking the rules the encoder cannot.
 func toCBOR(n any, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("nesting deeper than %d: %w", maxDepth, ErrInvalid)
+	switch n.(type) {
+	case []any, map[string]any:
+		// depth counts the enclosing arrays and maps; the decoder accepts
+		// at most maxDepth nested levels.
+		if depth >= maxDepth {
+			return nil, fmt.Errorf("nesting deeper than %d: %w", maxDepth, ErrInvalid)
+		}
 	}
 	switch x := n.(type) {
 	case nil, bool, string, []byte,

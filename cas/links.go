@@ -2,6 +2,8 @@ package cas
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/ipfs/go-cid"
@@ -56,8 +58,21 @@ func collectLinks(v any, out *[]cid.Cid) error {
 			}
 		}
 	case map[string]any:
-		for _, e := range x {
-			if err := collectLinks(e, out); err != nil {
+		// Go maps have no order: visit the keys in DAG-CBOR's canonical
+		// order (length first, then bytewise), which is the order they
+		// appear in in a canonical block.
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int {
+			if len(a) != len(b) {
+				return len(a) - len(b)
+			}
+			return strings.Compare(a, b)
+		})
+		for _, k := range keys {
+			if err := collectLinks(x[k], out); err != nil {
 				return err
 			}
 		}

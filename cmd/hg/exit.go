@@ -38,7 +38,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &usage), errors.Is(err, cas.ErrBadCID):
+	case errors.As(err, &usage):
 		return exitUsage
 	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical):
 		return exitIntegrity

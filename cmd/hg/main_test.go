@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"hg": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScripts runs the user stories in testdata/*.txt against the real
+// binary.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("HG_LOCK_TIMEOUT", "500ms")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"corrupt":   cmdCorrupt,
+			"holdstore": cmdHoldStore,
+			"mkfile":    cmdMkfile,
+			"sha256":    cmdSHA256,
+			"hgexit":    cmdHGExit,
+			"readlink":  cmdReadlink,
+			"unhex":     cmdUnhex,
+			"dagcbor":   cmdDagCBOR,
+		},
+	})
+}
+
+// storeDir is the store a script means: $HG_STORE, else $WORK/.haygent.
+func storeDir(ts *testscript.TestScript) string {
+	if d := ts.Getenv("HG_STORE"); d != "" {
+		return ts.MkAbs(d)
+	}
+	return filepath.Join(ts.Getenv("WORK"), ".haygent")
+}
+
+// corrupt CID [OFFSET]: flip one bit of a stored block, bypassing every
+// check, as a failing disk would.
+func cmdCorrupt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: corrupt CID [OFFSET]")
+	}
+	c, err := cas.ParseCID(args[0])
+	ts.Check(err)
+	off := 0
+	if len(args) == 2 {
+		off, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	ts.Check(boltstore.Corrupt(storeDir(ts), c, off))
+}
+
+var held sync.Map // *testscript.TestScript -> *boltstore.Store
+
+// holdstore: open the store for writing from this (another) process and
+// keep it open until the script ends, so hg finds it busy.
+func cmdHoldStore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: holdstore")
+	}
+	st, err := boltstore.Open(storeDir(ts), &boltstore.Options{Command: "holdstore test"})
+	ts.Check(err)
+	ts.Defer(func() { st.Close() })
+}
+
+// mkfile NAME SIZE: write SIZE deterministic pseudo-random bytes to NAME.
+func cmdMkfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mkfile NAME SIZE")
+	}
+	size, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	var buf bytes.Buffer
+	seed := sha256.Sum256([]byte(args[0]))
+	for buf.Len() < size {
+		seed = sha256.Sum256(seed[:])
+		buf.Write(seed[:])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes()[:size], 0o644))
+}
+
+// sha256 FILE: print the file's sha256 to stdout, for cmp on big files.
+func cmdSHA256(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sha256 FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "%x\n", sha256.Sum256(data))
+}
+
+// hgexit CODE ARGS...: run hg ARGS and require exit code CODE; its stdout
+// and stderr are then checked with stdout and stderr as after exec.
+func cmdHGExit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: hgexit CODE ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	path, err := exec.LookPath("hg")
+	if p := ts.Getenv("PATH"); p != "" {
+		for _, dir := range filepath.SplitList(p) {
+			if _, err := os.Stat(filepath.Join(dir, "hg")); err == nil {
+				path = filepath.Join(dir, "hg")
+				break
+			}
+		}
+	}
+	ts.Check(err)
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Dir = ts.MkAbs(".")
+	for _, k := range []string{"PATH", "HOME", "WORK", "TMPDIR", "HG_STORE", "HG_LOCK_TIMEOUT"} {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+	err = cmd.Run()
+	got := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		got = ee.ExitCode()
+	} else {
+		ts.Check(err)
+	}
+	if got != want {
+		ts.Fatalf("hg %s: exit code %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+// readlink PATH TARGET: PATH must be a symlink to TARGET.
+func cmdReadlink(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: readlink PATH TARGET")
+	}
+	got, err := os.Readlink(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if (got == args[1]) == neg {
+		ts.Fatalf("%s links to %q; want %q (neg=%v)", args[0], got, args[1], neg)
+	}
+}
+
+// unhex IN OUT: decode the hex digits of IN (spaces and newlines ignored)
+// into the bytes of OUT, to write hand-made blocks.
+func cmdUnhex(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: unhex IN OUT")
+	}
+	text, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	data, err := hex.DecodeString(strings.Join(strings.Fields(string(text)), ""))
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), data, 0o644))
+}
+
+// dagcbor IN.json OUT: encode DAG-JSON as DAG-CBOR without any of the
+// checks hg dag put makes, as a hostile peer would.
+func cmdDagCBOR(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: dagcbor IN.json OUT")
+	}
+	text, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	n, err := cas.DecodeJSON(text)
+	ts.Check(err)
+	data, err := cas.EncodeNode(n)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), data, 0o644))
+}
+
+// TestDagPutVectors stores every IPLD codec fixture's DAG-JSON with
+// `hg dag put` and checks the CID and bytes against the fixture's
+// DAG-CBOR, then `hg dag get` prints the fixture's DAG-JSON back.
+func TestDagPutVectors(t *testing.T) {
+	dirs, err := filepath.Glob("../../cas/testdata/ipld-codec/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	if code := runHG(t, nil, "--store", store, "init"); code != 0 {
+		t.Fatalf("init: exit %d", code)
+	}
+	n := 0
+	for _, dir := range dirs {
+		cbors, _ := filepath.Glob(filepath.Join(dir, "*.dag-cbor"))
+		jsons, _ := filepath.Glob(filepath.Join(dir, "*.dag-json"))
+		if len(cbors) != 1 || len(jsons) != 1 {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			want := strings.TrimSuffix(filepath.Base(cbors[0]), ".dag-cbor")
+			var out bytes.Buffer
+			if code := runHGOut(t, &out, nil, "--store", store, "dag", "put", jsons[0]); code != 0 {
+				t.Fatalf("dag put: exit %d", code)
+			}
+			if got := strings.TrimSpace(out.String()); got != want {
+				t.Fatalf("dag put gave %s, want %s", got, want)
+			}
+			out.Reset()
+			if code := runHGOut(t, &out, nil, "--store", store, "block", "get", want); code != 0 {
+				t.Fatalf("block get: exit %d", code)
+			}
+			wantBytes, _ := os.ReadFile(cbors[0])
+			if !bytes.Equal(out.Bytes(), wantBytes) {
+				t.Fatalf("stored bytes differ from the fixture")
+			}
+			out.Reset()
+			if code := runHGOut(t, &out, nil, "--store", store, "dag", "get", want); code != 0 {
+				t.Fatalf("dag get: exit %d", code)
+			}
+			wantJSON, _ := os.ReadFile(jsons[0])
+			if got := bytes.TrimSuffix(out.Bytes(), []byte("\n")); !bytes.Equal(got, wantJSON) {
+				t.Fatalf("dag get printed %s, want %s", got, wantJSON)
+			}
+		})
+	}
+	if n < 40 {
+		t.Fatalf("only %d fixtures found", n)
+	}
+}
+
+func runHG(t *testing.T, stdin []byte, args ...string) int {
+	return runHGOut(t, &bytes.Buffer{}, stdin, args...)
+}
+
+func runHGOut(t *testing.T, stdout *bytes.Buffer, stdin []byte, args ...string) int {
+	t.Helper()
+	var stderr bytes.Buffer
+	code := run(context.Background(), args, bytes.NewReader(stdin), stdout, &stderr)
+	if code != 0 {
+		t.Logf("hg %s: %s", strings.Join(args, " "), stderr.String())
+	}
+	return code
+}
