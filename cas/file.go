@@ -2,7 +2,6 @@ package cas
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -173,20 +172,16 @@ func hashChunks(ctx context.Context, r io.Reader, pool *bufPool) <-chan chan chu
 	go func() {
 		defer close(order)
 		defer func() { close(jobs); wg.Wait() }()
-		for first := true; ; first = false {
+		for {
 			buf := pool.get()
 			n, err := io.ReadFull(r, buf)
-			if n == 0 && !first && (err == io.EOF || err == nil) {
-				pool.put(buf)
-				return
-			}
-			if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 				out := make(chan chunkResult, 1)
 				out <- chunkResult{err: fmt.Errorf("read: %w", err)}
 				order <- out
 				return
 			}
-			if n == 0 { // an empty file has no chunks
+			if n == 0 { // end of input; an empty file has no chunks
 				pool.put(buf)
 				return
 			}
