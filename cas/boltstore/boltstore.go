@@ -1,0 +1,609 @@
+// Package boltstore is a [cas.Store] kept in one bbolt database file: the
+// store hg uses on disk.
+//
+// # Layout
+//
+// A store is a directory (the CLI's .haygent/) made by [Init], holding:
+//
+//	store.db   the bbolt database
+//	holder     "pid 1234 (hg put big.iso) since 2026-11-29T22:00:00Z":
+//	           who has the store open for writing; present only while a
+//	           writer holds it (or after a writer was killed)
+//
+// The database has three buckets:
+//
+//	blocks   key: the binary CID; value: the block's bytes
+//	pins     key: the pin name;   value: the binary CID it points at
+//	meta     key "version": the format version, "1"
+//
+// [Open] refuses a database without these buckets or with another format
+// version.
+//
+// # Locking
+//
+// bbolt flocks store.db: a writer holds an exclusive lock, a store opened
+// with [Options.ReadOnly] a shared one, so any number of readers or one
+// writer use the store at a time. [Open] waits up to [Options.Timeout] for
+// the lock and then fails with a [*cas.BusyError] that quotes the holder
+// file. The kernel drops the lock when a process dies, so a killed hg
+// never leaves the store locked; it only leaves a stale holder file, which
+// the next writer overwrites and the next reader removes.
+//
+// # Reads
+//
+// Get and View hash the stored bytes and return a [*cas.CorruptError] if
+// they do not match the CID. View hands fn the bytes in place, in the
+// read-only memory map of the database, without copying them. On Linux,
+// once fn returns, View (and Get) drop the mapping of the pages that lie
+// wholly inside a large value (64 KiB and more), so that streaming a large
+// file through View does not grow the resident set by the file's size: the
+// pages stay in the page cache and fault back in if read again.
+//
+// # Writes
+//
+// Put and Delete are one bbolt transaction each, synced to disk before
+// they return: after a crash either all of a Put's blocks are stored or
+// none is. Put skips blocks already present.
+//
+// # Testing
+//
+// [Corrupt] damages a stored block in place, for tests of the code that
+// must catch it.
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Names of files in the store directory, buckets and keys in the database:
+// the whole on-disk layout.
+const (
+	dbFile     = "store.db"
+	holderFile = "holder"
+
+	formatVersion = "1"
+)
+
+var (
+	bucketBlocks = []byte("blocks")
+	bucketPins   = []byte("pins")
+	bucketMeta   = []byte("meta")
+	keyVersion   = []byte("version")
+)
+
+// DefaultTimeout is how long [Open] waits for the lock when
+// [Options.Timeout] is zero.
+const DefaultTimeout = 3 * time.Second
+
+// scanBatch is how many keys AllKeys reads in one read transaction.
+const scanBatch = 1000
+
+// ctxCheckEvery is how many blocks Put and Delete handle between two
+// checks of the context.
+const ctxCheckEvery = 256
+
+// Options tunes [Open]. A nil *Options means the zero value.
+type Options struct {
+	// ReadOnly opens the store for reading only, under a shared lock, so
+	// that several commands that only read can run at once. Writes fail.
+	ReadOnly bool
+
+	// Timeout is how long Open waits for another process to release the
+	// lock before it fails with a [*cas.BusyError]. Zero means
+	// [DefaultTimeout]; a negative value means not to wait at all.
+	Timeout time.Duration
+
+	// Command is what the holder file says is running, such as
+	// "hg put big.iso", for the error another process gets while this one
+	// holds the store. Only writers write the holder file.
+	Command string
+}
+
+// Store is a [cas.Store] on a bbolt database. Make one with [Open].
+//
+// All its methods are safe for concurrent use, and all return ctx.Err()
+// without doing anything if ctx is already done. The methods that write
+// fail on a store opened with [Options.ReadOnly]. After [Store.Close],
+// every method fails.
+type Store struct {
+	db       *bolt.DB
+	dir      string
+	readOnly bool
+
+	mu     sync.RWMutex // guards closed against Close
+	closed bool
+}
+
+var _ cas.Store = (*Store)(nil)
+
+// errEmptyDB is returned by openExisting for a zero-length database file,
+// which bbolt would otherwise initialise.
+var errEmptyDB = errors.New("store.db is empty")
+
+// boltOptions are the options of every bbolt database this package opens.
+// A map freelist stays fast when many large values have been freed; fsync
+// stays on.
+func boltOptions(readOnly bool, timeout time.Duration) *bolt.Options {
+	return &bolt.Options{
+		Timeout:      timeout,
+		ReadOnly:     readOnly,
+		FreelistType: bolt.FreelistMapType,
+		OpenFile:     openExisting,
+	}
+}
+
+// openExisting opens the database file without creating it: Open must not
+// make a store where there is none, and Init creates the file itself.
+func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	} else if fi.Size() == 0 {
+		f.Close()
+		return nil, errEmptyDB
+	}
+	return f, nil
+}
+
+// Init makes a new, empty store in dir, creating dir (mode 0700) if need
+// be. It fails with an error wrapping [fs.ErrExist] if dir already holds a
+// store.
+func Init(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("init store: %w", err)
+	}
+	path := filepath.Join(dir, dbFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("init store: a store already exists at %s: %w", dir, fs.ErrExist)
+	}
+	if err != nil {
+		return fmt.Errorf("init store: %w", err)
+	}
+	f.Close()
+	syncDir(dir)
+	if err := initDB(path); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("init store at %s: %w", dir, err)
+	}
+	return nil
+}
+
+// initDB lays out the buckets in the empty file at path.
+func initDB(path string) error {
+	opts := boltOptions(false, DefaultTimeout)
+	opts.OpenFile = nil // the file is empty: let bbolt initialise it
+	db, err := bolt.Open(path, 0o600, opts)
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketMeta} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyVersion, []byte(formatVersion))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir makes a new directory entry in dir durable, where the system
+// allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// Open opens the store in dir, made by [Init]; opts may be nil.
+//
+// A missing store is an error wrapping [cas.ErrNotFound]. If another
+// process holds the store (a writer, or readers when opening for
+// writing), Open waits for up to opts.Timeout and then returns a
+// [*cas.BusyError], which wraps [cas.ErrStoreBusy]. A database file that
+// is not an hg store, or is of an unknown format version, is an error.
+//
+// A writer writes the holder file, which Close removes.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	path := filepath.Join(dir, dbFile)
+	db, err := bolt.Open(path, 0o600, boltOptions(o.ReadOnly, o.Timeout))
+	switch {
+	case err == nil:
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, &cas.BusyError{Path: dir, Holder: readHolder(dir)}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("no store at %s: %w", dir, cas.ErrNotFound)
+	case errors.Is(err, errEmptyDB):
+		return nil, fmt.Errorf("open store %s: %s is empty: the store was never initialised, or is being initialised", dir, path)
+	case errors.As(err, new(*fs.PathError)):
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	default:
+		// bbolt's own errors (invalid database, version mismatch,
+		// checksum error, file size too small) name no file.
+		return nil, fmt.Errorf("open store %s: %s is not a bbolt database, or is damaged: %w", dir, path, err)
+	}
+	if err := checkLayout(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, readOnly: o.ReadOnly}
+	if o.ReadOnly {
+		// No writer holds the lock now, so a holder file is stale.
+		_ = os.Remove(filepath.Join(dir, holderFile))
+	} else {
+		writeHolder(dir, o.Command)
+	}
+	return s, nil
+}
+
+// checkLayout checks that db has the buckets and format version of a
+// store.
+func checkLayout(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("%s is not an hg store: it has no %q bucket", db.Path(), bucketMeta)
+		}
+		v := meta.Get(keyVersion)
+		if v == nil {
+			return fmt.Errorf("%s is not an hg store: it has no format version", db.Path())
+		}
+		if string(v) != formatVersion {
+			return fmt.Errorf("%s has store format version %q; this hg reads only version %s", db.Path(), v, formatVersion)
+		}
+		for _, name := range [][]byte{bucketBlocks, bucketPins} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("%s is damaged: it has no %q bucket", db.Path(), name)
+			}
+		}
+		return nil
+	})
+}
+
+// writeHolder writes the holder file atomically. It is only a courtesy to
+// other processes, so failures are ignored.
+func writeHolder(dir, command string) {
+	line := fmt.Sprintf("pid %d", os.Getpid())
+	if command != "" {
+		line += " (" + command + ")"
+	}
+	line += " since " + time.Now().UTC().Format(time.RFC3339) + "\n"
+	f, err := os.CreateTemp(dir, "."+holderFile+"-*")
+	if err != nil {
+		return
+	}
+	_, werr := f.WriteString(line)
+	cerr := f.Close()
+	if werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(dir, holderFile)) != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// readHolder returns the holder file's line, or "" if there is none.
+func readHolder(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, holderFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Path returns the store directory, as given to [Open].
+func (s *Store) Path() string { return s.dir }
+
+var errClosed = errors.New("boltstore: store is closed")
+
+// begin checks ctx and that the store is open, and keeps it open until the
+// returned func is called.
+func (s *Store) begin(ctx context.Context, write bool) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, errClosed
+	}
+	if write && s.readOnly {
+		s.mu.RUnlock()
+		return nil, fmt.Errorf("store %s is open read-only", s.dir)
+	}
+	return s.mu.RUnlock, nil
+}
+
+// Has reports whether the block is stored, without reading or verifying
+// it.
+func (s *Store) Has(ctx context.Context, c cid.Cid) (bool, error) {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	var ok bool
+	err = s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketBlocks).Get(c.Bytes()) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// Get returns a verified copy of the block's bytes: a [*cas.NotFoundError]
+// if it is missing, a [*cas.CorruptError] if its bytes do not hash to c.
+func (s *Store) Get(ctx context.Context, c cid.Cid) ([]byte, error) {
+	var out []byte
+	err := s.View(ctx, c, func(data []byte) error {
+		out = bytes.Clone(data)
+		if out == nil {
+			out = []byte{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// View calls fn with the block's verified bytes, in place in the memory
+// map of the database: they are valid only until fn returns and must not
+// be modified (the mapping is read-only: writing faults). A missing block
+// is a [*cas.NotFoundError], a corrupt one a [*cas.CorruptError]; fn is
+// not called then. Otherwise View returns fn's error.
+//
+// A read transaction is open while fn runs, and a write that has to grow
+// the database file waits for every open one. So fn must not call the
+// store's methods, nor wait for another goroutine that writes to it: a
+// write would wait for fn forever, and a nested read can queue behind a
+// waiting write. Code that needs the store while it holds a block's bytes
+// should copy them with [Store.Get].
+func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error) error {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketBlocks).Get(c.Bytes())
+		if v == nil {
+			return &cas.NotFoundError{CID: c}
+		}
+		defer releasePages(v)
+		if err := cas.Verify(c, v); err != nil {
+			return err
+		}
+		return fn(v)
+	})
+}
+
+// Put stores the blocks in one transaction, synced to disk before it
+// returns: after a crash either all of them are stored or none is. Blocks
+// already present are skipped. A cancelled ctx rolls the whole Put back.
+func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if len(blocks) == 0 {
+		return nil
+	}
+	// Inserting in key order was measured and gained nothing: bbolt
+	// applies the inserts to nodes in memory and lays out the pages at
+	// commit, whatever the order.
+	return s.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketBlocks)
+		for i, b := range blocks {
+			if i%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			k := b.CID().Bytes()
+			if bk.Get(k) != nil {
+				continue
+			}
+			v := b.Data()
+			if v == nil {
+				v = []byte{} // the empty block
+			}
+			if err := bk.Put(k, v); err != nil {
+				return fmt.Errorf("put block %s: %w", b.CID(), err)
+			}
+		}
+		return ctx.Err()
+	})
+}
+
+// Delete removes the blocks that are present, in one transaction. Only
+// garbage collection should call it.
+func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if len(cids) == 0 {
+		return nil
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketBlocks)
+		for i, c := range cids {
+			if i%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if err := bk.Delete(c.Bytes()); err != nil {
+				return fmt.Errorf("delete block %s: %w", c, err)
+			}
+		}
+		return ctx.Err()
+	})
+}
+
+// AllKeys calls fn with the CID and stored size of every block, in the
+// byte order of the binary CIDs, without reading the blocks' bytes. If fn
+// returns an error, AllKeys stops and returns it; a cancelled ctx stops it
+// between blocks with ctx.Err().
+//
+// AllKeys reads the keys in batches and holds no transaction open while fn
+// runs, so fn may use the store; a block put or deleted during the scan
+// may or may not be reported.
+func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error) error {
+	type entry struct {
+		c    cid.Cid
+		size int
+	}
+	batch := make([]entry, 0, scanBatch)
+	var after []byte // the last key reported
+	for {
+		end, err := s.begin(ctx, false)
+		if err != nil {
+			return err
+		}
+		batch = batch[:0]
+		err = s.db.View(func(tx *bolt.Tx) error {
+			cur := tx.Bucket(bucketBlocks).Cursor()
+			var k, v []byte
+			if after == nil {
+				k, v = cur.First()
+			} else if k, v = cur.Seek(after); bytes.Equal(k, after) {
+				k, v = cur.Next()
+			}
+			for ; k != nil && len(batch) < scanBatch; k, v = cur.Next() {
+				c, err := cas.CastCID(k)
+				if err != nil {
+					return fmt.Errorf("store %s: bad key in the blocks bucket: %w", s.dir, err)
+				}
+				batch = append(batch, entry{c, len(v)})
+			}
+			return nil
+		})
+		end()
+		if err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, e := range batch {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(e.c, e.size); err != nil {
+				return err
+			}
+		}
+		after = batch[len(batch)-1].c.Bytes()
+	}
+}
+
+// SetPin makes name point at c, replacing any earlier target. The name
+// must pass [cas.CheckPinName]; c need not be stored.
+func (s *Store) SetPin(ctx context.Context, name string, c cid.Cid) error {
+	if err := cas.CheckPinName(name); err != nil {
+		return err
+	}
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPins).Put([]byte(name), c.Bytes())
+	})
+}
+
+// DeletePin removes the pin; a missing pin is an error wrapping
+// [cas.ErrNotFound].
+func (s *Store) DeletePin(ctx context.Context, name string) error {
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPins)
+		if b.Get([]byte(name)) == nil {
+			return fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
+		}
+		return b.Delete([]byte(name))
+	})
+}
+
+// Pins returns every pin, sorted by name.
+func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	var out []cas.Pin
+	err = s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPins).ForEach(func(k, v []byte) error {
+			c, err := cas.CastCID(v)
+			if err != nil {
+				return fmt.Errorf("store %s: pin %q: %w", s.dir, k, err)
+			}
+			out = append(out, cas.Pin{Name: string(k), CID: c})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []cas.Pin{}
+	}
+	return out, nil
+}
+
+// Close waits for the calls in progress, removes the holder file if this
+// is a writer, and releases the database and its lock. Using the store
+// afterwards, and closing it again, is an error.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.closed = true
+	if !s.readOnly {
+		// Before the lock goes: a holder file seen under the lock is live.
+		_ = os.Remove(filepath.Join(s.dir, holderFile))
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.dir, err)
+	}
+	return nil
+}

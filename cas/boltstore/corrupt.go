@@ -1,0 +1,41 @@
+package boltstore
+
+import (
+	"fmt"
+
+	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Corrupt is a test hook: it flips (inverts) the byte at offset flip of
+// the block c stored in the store in dir, without touching its key, so
+// that tests (the CLI's testscript command corrupt among them) can check
+// that reads, fsck and the like catch a damaged block. It opens the store
+// for writing, so it fails with a [*cas.BusyError] while another process
+// holds it. A missing block is a [*cas.NotFoundError]; flip must lie
+// within the block. Nothing but tests should call it.
+func Corrupt(dir string, c cid.Cid, flip int) error {
+	s, err := Open(dir, &Options{Command: "corrupt (test hook)"})
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBlocks)
+		v := b.Get(c.Bytes())
+		if v == nil {
+			return &cas.NotFoundError{CID: c}
+		}
+		if flip < 0 || flip >= len(v) {
+			return fmt.Errorf("corrupt block %s: offset %d outside its %d bytes", c, flip, len(v))
+		}
+		d := make([]byte, len(v))
+		copy(d, v)
+		d[flip] ^= 0xff
+		return b.Put(c.Bytes(), d)
+	})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
