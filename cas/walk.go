@@ -19,7 +19,8 @@ type WalkOptions struct {
 // children. Each block is verified before visit sees it and before its
 // links are followed. A missing block is a [*NotFoundError]; a block whose
 // links cannot be read stops the walk: a walk that cannot see all links
-// must not report a partial closure as whole.
+// must not report a partial closure as whole. visit runs inside
+// [Store.View], so it must not call the store (see View's contract).
 func Walk(ctx context.Context, st Store, roots []cid.Cid, opts *WalkOptions, visit func(c cid.Cid, data []byte) error) error {
 	if opts == nil {
 		opts = &WalkOptions{}
