@@ -59,6 +59,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +124,8 @@ type Store struct {
 	db       *bolt.DB
 	dir      string
 	readOnly bool
+	packs    *packs
+	wmu      sync.Mutex // one Put or Delete at a time: they share the pack being filled
 
 	mu     sync.RWMutex // guards closed against Close
 	closed bool
@@ -196,7 +199,7 @@ func initDB(path string) error {
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketMeta} {
+		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketMeta, bucketPacks} {
 			if _, err := tx.CreateBucket(name); err != nil {
 				return err
 			}
@@ -256,7 +259,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir, readOnly: o.ReadOnly}
+	s := &Store{db: db, dir: dir, readOnly: o.ReadOnly, packs: newPacks(dir, o.ReadOnly)}
+	if !o.ReadOnly {
+		if err := s.packs.recover(db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: recover packs: %w", dir, err)
+		}
+	}
 	if o.ReadOnly {
 		// No writer holds the lock now, so a holder file is stale.
 		_ = os.Remove(filepath.Join(dir, holderFile))
@@ -281,7 +290,7 @@ func checkLayout(db *bolt.DB) error {
 		if string(v) != formatVersion {
 			return fmt.Errorf("%s has store format version %q; this hg reads only version %s", db.Path(), v, formatVersion)
 		}
-		for _, name := range [][]byte{bucketBlocks, bucketPins} {
+		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketPacks} {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("%s is damaged: it has no %q bucket", db.Path(), name)
 			}
@@ -392,18 +401,48 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 		return err
 	}
 	defer end()
-	return s.db.View(func(tx *bolt.Tx) error {
+	var (
+		loc    location
+		packed bool
+	)
+	err = s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketBlocks).Get(c.Bytes())
 		if v == nil {
 			return &cas.NotFoundError{CID: c}
 		}
-		defer releasePages(v)
-		if err := cas.Verify(c, v); err != nil {
+		e, err := decodeEntry(v)
+		if err != nil {
+			return fmt.Errorf("block %s: %w", c, err)
+		}
+		if e.packed {
+			loc, packed = e.loc, true
+			return nil
+		}
+		if err := cas.Verify(c, e.inline); err != nil {
 			return err
 		}
-		return fn(v)
+		return fn(e.inline)
 	})
+	if err != nil || !packed {
+		return err
+	}
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	data, err := s.packs.read(loc, *bp)
+	if err != nil {
+		return fmt.Errorf("block %s: %w", c, err)
+	}
+	if cap(data) == cap(*bp) {
+		*bp = data[:0]
+	}
+	if err := cas.Verify(c, data); err != nil {
+		return err
+	}
+	return fn(data)
 }
+
+// readBufs recycles the buffers packed blocks are read into.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, cas.ChunkSize); return &b }}
 
 // Put stores the blocks in one transaction, synced to disk before it
 // returns: after a crash either all of them are stored or none is. Blocks
@@ -417,11 +456,18 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	if len(blocks) == 0 {
 		return nil
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	// Inserting in key order was measured and gained nothing: bbolt
 	// applies the inserts to nodes in memory and lays out the pages at
 	// commit, whatever the order.
 	return s.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
+		cur := currentPack(tx)
+		ps := getPackStat(tx, cur)
+		stats := map[uint64]packStat{}
+		var written []*os.File
+		var f *os.File
 		for i, b := range blocks {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
@@ -432,13 +478,55 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			if bk.Get(k) != nil {
 				continue
 			}
-			v := b.Data()
-			if v == nil {
-				v = []byte{} // the empty block
+			data := b.Data()
+			if len(data) < packMin {
+				if err := bk.Put(k, inlineValue(data)); err != nil {
+					return fmt.Errorf("put block %s: %w", b.CID(), err)
+				}
+				continue
 			}
-			if err := bk.Put(k, v); err != nil {
+			if ps.end >= packMax {
+				stats[cur] = ps
+				cur++
+				ps, f = getPackStat(tx, cur), nil
+			}
+			if f == nil {
+				var err error
+				if f, err = s.packs.file(cur, true); err != nil {
+					return err
+				}
+				written = append(written, f)
+			}
+			// Data goes to the pack before the transaction that points at it
+			// commits; a Put that dies leaves bytes past the committed end,
+			// which the next writer cuts off.
+			if _, err := f.WriteAt(data, int64(ps.end)); err != nil {
 				return fmt.Errorf("put block %s: %w", b.CID(), err)
 			}
+			loc := location{pack: cur, offset: ps.end, length: uint64(len(data))}
+			ps.end += loc.length
+			ps.live++
+			ps.liveBytes += loc.length
+			if err := bk.Put(k, loc.encode()); err != nil {
+				return fmt.Errorf("put block %s: %w", b.CID(), err)
+			}
+		}
+		if len(written) == 0 {
+			return ctx.Err()
+		}
+		stats[cur] = ps
+		for _, f := range written {
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("sync pack: %w", err)
+			}
+		}
+		for n, ps := range stats {
+			if err := putPackStat(tx, n, ps); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketMeta).Put(keyPackCur, []byte(strconv.FormatUint(cur, 10))); err != nil {
+			return err
 		}
 		return ctx.Err()
 	})
@@ -455,20 +543,61 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	if len(cids) == 0 {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var dead []uint64 // packs no block points into any more
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
+		stats := map[uint64]packStat{}
 		for i, c := range cids {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
+			v := bk.Get(c.Bytes())
+			if v == nil {
+				continue
+			}
+			if e, err := decodeEntry(v); err == nil && e.packed {
+				ps, ok := stats[e.loc.pack]
+				if !ok {
+					ps = getPackStat(tx, e.loc.pack)
+				}
+				ps.live--
+				ps.liveBytes -= e.loc.length
+				stats[e.loc.pack] = ps
+			}
 			if err := bk.Delete(c.Bytes()); err != nil {
 				return fmt.Errorf("delete block %s: %w", c, err)
 			}
 		}
+		cur := currentPack(tx)
+		for n, ps := range stats {
+			if ps.live == 0 && n != cur {
+				dead = append(dead, n)
+				if err := tx.Bucket(bucketPacks).Delete(packKey(n)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := putPackStat(tx, n, ps); err != nil {
+				return err
+			}
+		}
 		return ctx.Err()
 	})
+	if err != nil {
+		return err
+	}
+	// After the commit: a crash before this leaves files that the next
+	// writer's recovery removes.
+	for _, n := range dead {
+		if err := s.packs.remove(n); err != nil {
+			return fmt.Errorf("delete block: remove pack: %w", err)
+		}
+	}
+	return nil
 }
 
 // AllKeys calls fn with the CID and stored size of every block, in the
@@ -480,11 +609,11 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 // runs, so fn may use the store; a block put or deleted during the scan
 // may or may not be reported.
 func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error) error {
-	type entry struct {
+	type keyEntry struct {
 		c    cid.Cid
 		size int
 	}
-	batch := make([]entry, 0, scanBatch)
+	batch := make([]keyEntry, 0, scanBatch)
 	var after []byte // the last key reported
 	for {
 		end, err := s.begin(ctx, false)
@@ -505,7 +634,11 @@ func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error)
 				if err != nil {
 					return fmt.Errorf("store %s: bad key in the blocks bucket: %w", s.dir, err)
 				}
-				batch = append(batch, entry{c, len(v)})
+				e, err := decodeEntry(v)
+				if err != nil {
+					return fmt.Errorf("store %s: block %s: %w", s.dir, c, err)
+				}
+				batch = append(batch, keyEntry{c, e.size()})
 			}
 			return nil
 		})
@@ -602,8 +735,12 @@ func (s *Store) Close() error {
 		// Before the lock goes: a holder file seen under the lock is live.
 		_ = os.Remove(filepath.Join(s.dir, holderFile))
 	}
+	perr := s.packs.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.dir, err)
+	}
+	if perr != nil {
+		return fmt.Errorf("close store %s: %w", s.dir, perr)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func corruptOpen(s *Store, c cid.Cid, data []byte) error {
 		if b.Get(c.Bytes()) == nil {
 			return &cas.NotFoundError{CID: c}
 		}
-		return b.Put(c.Bytes(), bytes.Clone(data))
+		return b.Put(c.Bytes(), inlineValue(data))
 	})
 }
 

@@ -1,0 +1,278 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Large blocks live in pack files beside the database; the blocks bucket
+// holds, for each CID, either the block itself or where it lies in a pack.
+//
+// bbolt keeps values inline in its B+tree leaves. With keys that are
+// hashes, every new 1 MiB chunk lands in a random leaf, and bbolt rewrites
+// that whole leaf (several MiB) at commit: putting 1 GiB wrote 4.7 GiB
+// and mapped most of the file into memory. Appending large blocks to a
+// pack file instead writes each byte once, and reading them with pread
+// into a reused buffer keeps the resident set flat.
+const (
+	// packMin is the smallest block stored in a pack file.
+	packMin = 64 << 10
+	packDir = "packs"
+)
+
+// packMax is the size at which a pack file is closed and a new one
+// started, so gc can drop whole files. Tests lower it.
+var packMax uint64 = 256 << 20
+
+// Entry tags: the first byte of every value in the blocks bucket.
+const (
+	tagInline = 0x00 // the block's bytes follow
+	tagPacked = 0x01 // uvarint pack number, uvarint offset, uvarint length
+)
+
+var (
+	bucketPacks = []byte("packs") // pack number (8 bytes BE) -> live count, live bytes, end (uvarints)
+	keyPackCur  = []byte("pack")  // in meta: the number of the pack being filled
+)
+
+// location is where a packed block lies.
+type location struct {
+	pack   uint64
+	offset uint64
+	length uint64
+}
+
+func (l location) encode() []byte {
+	b := make([]byte, 1, 1+3*binary.MaxVarintLen64)
+	b[0] = tagPacked
+	b = binary.AppendUvarint(b, l.pack)
+	b = binary.AppendUvarint(b, l.offset)
+	return binary.AppendUvarint(b, l.length)
+}
+
+// entry is a decoded value of the blocks bucket: inline bytes (valid only
+// during the transaction) or a location.
+type entry struct {
+	inline []byte
+	loc    location
+	packed bool
+}
+
+var errBadEntry = errors.New("malformed entry in the blocks bucket")
+
+func decodeEntry(v []byte) (entry, error) {
+	if len(v) == 0 {
+		return entry{}, errBadEntry
+	}
+	switch v[0] {
+	case tagInline:
+		return entry{inline: v[1:]}, nil
+	case tagPacked:
+		var l location
+		rest := v[1:]
+		for _, p := range []*uint64{&l.pack, &l.offset, &l.length} {
+			x, n := binary.Uvarint(rest)
+			if n <= 0 {
+				return entry{}, errBadEntry
+			}
+			*p, rest = x, rest[n:]
+		}
+		if len(rest) != 0 {
+			return entry{}, errBadEntry
+		}
+		return entry{loc: l, packed: true}, nil
+	}
+	return entry{}, errBadEntry
+}
+
+// size is the length of the block an entry stands for.
+func (e entry) size() int {
+	if e.packed {
+		return int(e.loc.length)
+	}
+	return len(e.inline)
+}
+
+func inlineValue(data []byte) []byte {
+	v := make([]byte, 1+len(data))
+	copy(v[1:], data)
+	return v
+}
+
+// packStat is the bookkeeping of one pack file.
+type packStat struct {
+	live      uint64 // blocks that point into it
+	liveBytes uint64
+	end       uint64 // committed length of the file
+}
+
+func packKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+func getPackStat(tx *bolt.Tx, n uint64) packStat {
+	v := tx.Bucket(bucketPacks).Get(packKey(n))
+	var ps packStat
+	for _, p := range []*uint64{&ps.live, &ps.liveBytes, &ps.end} {
+		x, k := binary.Uvarint(v)
+		if k <= 0 {
+			break
+		}
+		*p, v = x, v[k:]
+	}
+	return ps
+}
+
+func putPackStat(tx *bolt.Tx, n uint64, ps packStat) error {
+	b := make([]byte, 0, 3*binary.MaxVarintLen64)
+	b = binary.AppendUvarint(b, ps.live)
+	b = binary.AppendUvarint(b, ps.liveBytes)
+	b = binary.AppendUvarint(b, ps.end)
+	return tx.Bucket(bucketPacks).Put(packKey(n), b)
+}
+
+func currentPack(tx *bolt.Tx) uint64 {
+	n, _ := strconv.ParseUint(string(tx.Bucket(bucketMeta).Get(keyPackCur)), 10, 64)
+	if n == 0 {
+		return 1
+	}
+	return n
+}
+
+func packName(n uint64) string { return fmt.Sprintf("%08d.pack", n) }
+
+// packs holds the open pack files of a store.
+type packs struct {
+	dir      string // the store's packs directory
+	readOnly bool
+
+	mu    sync.Mutex
+	files map[uint64]*os.File
+}
+
+func newPacks(storeDir string, readOnly bool) *packs {
+	return &packs{dir: filepath.Join(storeDir, packDir), readOnly: readOnly, files: map[uint64]*os.File{}}
+}
+
+// file returns the open pack n, opening (and, for a writer, creating) it.
+func (p *packs) file(n uint64, create bool) (*os.File, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.files[n]; ok {
+		return f, nil
+	}
+	flag := os.O_RDONLY
+	if !p.readOnly {
+		flag = os.O_RDWR
+		if create {
+			if err := os.MkdirAll(p.dir, 0o700); err != nil {
+				return nil, err
+			}
+			flag |= os.O_CREATE
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, packName(n)), flag, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open pack: %w", err)
+	}
+	p.files[n] = f
+	return f, nil
+}
+
+// read reads a packed block into buf (grown as needed) and returns it.
+func (p *packs) read(l location, buf []byte) ([]byte, error) {
+	f, err := p.file(l.pack, false)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(cap(buf)) < l.length {
+		buf = make([]byte, l.length)
+	}
+	buf = buf[:l.length]
+	if _, err := f.ReadAt(buf, int64(l.offset)); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("pack %s ends before offset %d+%d", packName(l.pack), l.offset, l.length)
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// remove closes and deletes pack n.
+func (p *packs) remove(n uint64) error {
+	p.mu.Lock()
+	if f, ok := p.files[n]; ok {
+		f.Close()
+		delete(p.files, n)
+	}
+	p.mu.Unlock()
+	err := os.Remove(filepath.Join(p.dir, packName(n)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (p *packs) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var first error
+	for n, f := range p.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(p.files, n)
+	}
+	return first
+}
+
+// recover runs when a writer opens the store: it cuts every pack back to
+// its committed end (a Put that died wrote past it) and deletes pack files
+// no committed block points into.
+func (p *packs) recover(db *bolt.DB) error {
+	ents, err := os.ReadDir(p.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		cur := currentPack(tx)
+		for _, de := range ents {
+			name, ok := strings.CutSuffix(de.Name(), ".pack")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(name, 10, 64)
+			if err != nil {
+				continue
+			}
+			ps := getPackStat(tx, n)
+			path := filepath.Join(p.dir, de.Name())
+			if ps.live == 0 && n != cur {
+				if err := os.Remove(path); err != nil {
+					return err
+				}
+				continue
+			}
+			info, err := de.Info()
+			if err != nil {
+				return err
+			}
+			if uint64(info.Size()) > ps.end {
+				if err := os.Truncate(path, int64(ps.end)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
