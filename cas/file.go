@@ -271,26 +271,37 @@ func (b *fileIndexBuilder) finish() (cid.Cid, error) {
 	}
 }
 
-// bufPool recycles chunk buffers so a long put or get allocates a bounded
-// number of them.
+// bufPool recycles chunk buffers so that a long put or get touches the
+// same few dozen MiB of memory over and over. A sync.Pool would not do:
+// its buffers die at every garbage collection, and faulting fresh pages in
+// for every chunk cost more than reading the file.
 type bufPool struct {
 	size int
-	p    sync.Pool
+	free chan []byte
 }
 
-func newBufPool(size int) *bufPool { return &bufPool{size: size} }
+// poolBuffers bounds the buffers a pool keeps; more may be in use.
+const poolBuffers = 64
+
+func newBufPool(size int) *bufPool {
+	return &bufPool{size: size, free: make(chan []byte, poolBuffers)}
+}
 
 func (p *bufPool) get() []byte {
-	if b, ok := p.p.Get().(*[]byte); ok {
-		return (*b)[:p.size]
+	select {
+	case b := <-p.free:
+		return b[:p.size]
+	default:
+		return make([]byte, p.size)
 	}
-	return make([]byte, p.size)
 }
 
 func (p *bufPool) put(b []byte) {
 	if cap(b) != p.size {
 		return
 	}
-	b = b[:p.size]
-	p.p.Put(&b)
+	select {
+	case p.free <- b[:p.size]:
+	default:
+	}
 }

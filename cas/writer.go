@@ -10,26 +10,33 @@ const (
 
 // Writer gathers blocks and stores them in few, large [Store.Put] calls, so
 // that putting thousands of small blocks costs a handful of transactions.
-// It is not safe for concurrent use. Blocks added are only stored once the
-// Writer flushes: call [Writer.Flush] before handing out a root CID.
+// A full batch is stored in the background while the next one fills, so
+// hashing and reading overlap the store's writes and syncs; at most one
+// batch is in flight. A Writer is not safe for concurrent use. Blocks
+// added are only stored once [Writer.Flush] returns nil: call it before
+// handing out a root CID.
 type Writer struct {
-	st      Store
-	pending []Block
-	bytes   int
+	st       Store
+	pending  []Block
+	bytes    int
+	inflight chan error // the result of the batch being stored, or nil
 
 	// MaxBytes and MaxBlocks bound a batch; zero means the defaults
 	// (16 MiB, 4096 blocks).
 	MaxBytes, MaxBlocks int
 
 	// OnFlush, if set, is called with the blocks of each batch once they
-	// are stored, so a caller may reuse their buffers.
+	// are stored, so a caller may reuse their buffers. It may run on
+	// another goroutine.
 	OnFlush func(blocks []Block)
 }
 
 // NewWriter returns a Writer that stores into st.
 func NewWriter(st Store) *Writer { return &Writer{st: st} }
 
-// Add queues b and flushes when the batch is full.
+// Add queues b. When the batch is full it starts storing it, after waiting
+// for the batch before it; an error storing an earlier batch is returned
+// here or by the next Flush.
 func (w *Writer) Add(ctx context.Context, b Block) error {
 	w.pending = append(w.pending, b)
 	w.bytes += len(b.data)
@@ -40,14 +47,42 @@ func (w *Writer) Add(ctx context.Context, b Block) error {
 	if maxBlocks == 0 {
 		maxBlocks = defaultBatchBlocks
 	}
-	if w.bytes >= maxBytes || len(w.pending) >= maxBlocks {
-		return w.Flush(ctx)
+	if w.bytes < maxBytes && len(w.pending) < maxBlocks {
+		return nil
 	}
+	if err := w.wait(); err != nil {
+		return err
+	}
+	batch, onFlush := w.pending, w.OnFlush
+	w.pending, w.bytes = make([]Block, 0, len(batch)), 0
+	done := make(chan error, 1)
+	w.inflight = done
+	go func() {
+		err := w.st.Put(ctx, batch...)
+		if err == nil && onFlush != nil {
+			onFlush(batch)
+		}
+		done <- err
+	}()
 	return nil
 }
 
-// Flush stores every queued block in one [Store.Put].
+// wait waits for the batch in flight, if any, and returns its error.
+func (w *Writer) wait() error {
+	if w.inflight == nil {
+		return nil
+	}
+	err := <-w.inflight
+	w.inflight = nil
+	return err
+}
+
+// Flush waits for the batch in flight and stores every queued block.
+// When it returns nil, every block ever added is stored.
 func (w *Writer) Flush(ctx context.Context) error {
+	if err := w.wait(); err != nil {
+		return err
+	}
 	if len(w.pending) == 0 {
 		return nil
 	}

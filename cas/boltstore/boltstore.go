@@ -426,23 +426,42 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 	if err != nil || !packed {
 		return err
 	}
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	data, err := s.packs.read(loc, *bp)
+	buf := getReadBuf()
+	data, err := s.packs.read(loc, buf)
 	if err != nil {
 		return fmt.Errorf("block %s: %w", c, err)
 	}
-	if cap(data) == cap(*bp) {
-		*bp = data[:0]
-	}
+	defer putReadBuf(data)
 	if err := cas.Verify(c, data); err != nil {
 		return err
 	}
 	return fn(data)
 }
 
-// readBufs recycles the buffers packed blocks are read into.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, cas.ChunkSize); return &b }}
+// readBufs recycles the buffers packed blocks are read into, so reading a
+// large file touches the same few MiB of memory again and again. (A
+// sync.Pool loses its buffers at every garbage collection, and faulting
+// in fresh pages costs more than the reads.)
+var readBufs = make(chan []byte, 16)
+
+func getReadBuf() []byte {
+	select {
+	case b := <-readBufs:
+		return b[:0]
+	default:
+		return make([]byte, 0, cas.ChunkSize)
+	}
+}
+
+func putReadBuf(b []byte) {
+	if cap(b) != cas.ChunkSize {
+		return
+	}
+	select {
+	case readBufs <- b[:0]:
+	default:
+	}
+}
 
 // Put stores the blocks in one transaction, synced to disk before it
 // returns: after a crash either all of them are stored or none is. Blocks
