@@ -34,12 +34,15 @@ func exitCode(err error) int {
 	var (
 		usage usageError
 		integ integrityError
+		halt  haltError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &usage):
 		return exitUsage
+	case errors.As(err, &halt):
+		return exitHalt
 	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical):
 		return exitIntegrity
 	default:

@@ -75,6 +75,9 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newPinCmd(g),
 		newGCCmd(g),
 		newFsckCmd(g),
+		newHaygentCmd(g),
+		newReportCmd(g),
+		newKeyCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
+	"github.com/spf13/cobra"
+)
+
+// haltError marks a run that ended in a truthful HALT: exit 3.
+type haltError struct{ msg string }
+
+func (e haltError) Error() string { return e.msg }
+
+func newHaygentCmd(g *globals) *cobra.Command {
+	return groupCmd("haygent", "check and run Haygent packages", newHaygentCheckCmd(g), newHaygentRunCmd(g))
+}
+
+func newHaygentCheckCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "lint a Haygent package: schemas, grants, slots, gates that cannot fail",
+		Args:  exactArgs(1, "one package DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := haygent.Load(args[0])
+			var pe *haygent.ProblemsError
+			if errors.As(err, &pe) {
+				if asJSON {
+					if err := g.ui.printJSON(map[string]any{"ok": false, "problems": pe.Problems}); err != nil {
+						return err
+					}
+				} else {
+					for _, p := range pe.Problems {
+						g.ui.printf("%s: %s\n", filepath.Join(args[0], p.File), p.Message)
+					}
+				}
+				return fmt.Errorf("%s: %d problem(s)", args[0], len(pe.Problems))
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return g.ui.printJSON(map[string]any{"ok": true, "problems": []any{}})
+			}
+			g.ui.printf("%s: ok\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {ok, problems} as JSON")
+	return cmd
+}
+
+func newHaygentRunCmd(g *globals) *cobra.Command {
+	var (
+		inputFile, wsDir, adapterSpec, model string
+		allowUnisolated, asJSON              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run DIR [--input FILE] [--workspace DIR] [--adapter script:FILE|exec:CMD|openai]",
+		Short: "invoke a Haygent once; print the receipt CID; exit 0 on PASS, 3 on HALT",
+		Long: `Invoke the Haygent package DIR on the input (a JSON file, - for stdin, or {}
+when absent), in the workspace DIR (default: a new empty directory). Exec steps
+run in scratch copies of the workspace; changes the write grants allow are
+applied to it, every other change is denied and recorded.
+
+Slots are answered by --adapter: script:FILE replays recorded proposals,
+exec:CMD runs a command (request JSON on stdin, proposal on stdout), openai
+calls an OpenAI-compatible endpoint (HG_OPENAI_BASE_URL, HG_OPENAI_API_KEY,
+--model or HG_OPENAI_MODEL).
+
+The receipt is signed with the store's runner key (made on first use; see
+'hg key'). Exit 0 on PASS, 3 on HALT.`,
+		Args: exactArgs(1, "one package DIR"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			pkg, err := haygent.Load(args[0])
+			if err != nil {
+				return err
+			}
+			input, err := readInput(inputFile, g.ui.stdin)
+			if err != nil {
+				return err
+			}
+			adapter, err := newAdapter(adapterSpec, model)
+			if err != nil {
+				return err
+			}
+			if wsDir != "" {
+				if info, err := os.Stat(wsDir); err != nil || !info.IsDir() {
+					return fmt.Errorf("--workspace %s: not a directory", wsDir)
+				}
+			}
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			st, err := g.openStore(false, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			key, err := runnerKey(g, dir)
+			if err != nil {
+				return err
+			}
+			opts := haygent.Options{
+				Store: st, Key: key, Adapter: adapter, Workspace: wsDir, AllowUnisolated: allowUnisolated,
+			}
+			if g.ui.stderrIsTerminal() {
+				opts.Log = func(format string, args ...any) { fmt.Fprintf(g.ui.stderr, "hg: "+format+"\n", args...) }
+			}
+			res, err := haygent.Run(cmd.Context(), pkg, input, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := map[string]any{"receipt": res.ReceiptCID.String(), "status": res.Receipt.Status, "run": res.Receipt.Run}
+				if h := res.Receipt.Halt; h != nil {
+					out["failed_gate"], out["verdict"], out["reason"] = h.FailedGate, h.Verdict, h.Reason
+				}
+				if err := g.ui.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				g.ui.printf("%s\n", res.ReceiptCID)
+			}
+			if res.Receipt.Status != haygent.StatusPass {
+				h := res.Receipt.Halt
+				what := h.Verdict
+				if h.FailedGate != "" {
+					what = h.FailedGate + " " + h.Verdict
+				}
+				return haltError{fmt.Sprintf("HALT (%s): %s", what, h.Reason)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&inputFile, "input", "", "the input packet: a JSON `FILE`, or - for stdin")
+	cmd.Flags().StringVar(&wsDir, "workspace", "", "the workspace `DIR` the Haygent works on")
+	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
+	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	cmd.Flags().BoolVar(&allowUnisolated, "allow-unisolated", false, "run exec steps without a network namespace where none can be had (the receipt says so)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {receipt, status, run, ...} as JSON")
+	return cmd
+}
+
+func readInput(path string, stdin io.Reader) (map[string]any, error) {
+	var data []byte
+	var err error
+	switch path {
+	case "":
+		return map[string]any{}, nil
+	case "-":
+		data, err = io.ReadAll(stdin)
+	default:
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("input %s: want one JSON object: %v", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("input %s: trailing data after the JSON object", path)
+	}
+	return jsonNumbers(v).(map[string]any), nil
+}
+
+// jsonNumbers turns json.Number into int64 or float64.
+func jsonNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = jsonNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func newAdapter(spec, model string) (haygent.Adapter, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "":
+		return nil, nil
+	case "script":
+		return haygent.LoadScript(arg)
+	case "exec":
+		argv := strings.Fields(arg)
+		if len(argv) == 0 {
+			return nil, usageError{errors.New("--adapter exec:CMD needs a command")}
+		}
+		return &haygent.ExecAdapter{Argv: argv}, nil
+	case "openai":
+		return haygent.NewOpenAIFromEnv(model)
+	}
+	return nil, usageError{fmt.Errorf("--adapter %q: want script:FILE, exec:CMD or openai", spec)}
+}
+
+// keyPath is where a store keeps its runner key.
+func keyPath(storeDir string) string { return filepath.Join(storeDir, "keys", "runner.key") }
+
+// runnerKey loads the store's signing key, making one on first use.
+func runnerKey(g *globals, storeDir string) (ed25519.PrivateKey, error) {
+	key, err := haygent.LoadKey(keyPath(storeDir))
+	if errors.Is(err, haygent.ErrNoKey) {
+		key, err = haygent.GenerateKey(keyPath(storeDir))
+		if err == nil {
+			g.ui.hintf("made a runner key for this store: %s", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+		}
+	}
+	return key, err
+}
+
+func newKeyCmd(g *globals) *cobra.Command {
+	gen := &cobra.Command{
+		Use:   "gen",
+		Short: "make the store's runner signing key (ed25519)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			key, err := haygent.GenerateKey(keyPath(dir))
+			if err != nil {
+				return err
+			}
+			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			return nil
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "print the store's runner public key",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			key, err := haygent.LoadKey(keyPath(dir))
+			if err != nil {
+				return err
+			}
+			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			return nil
+		},
+	}
+	return groupCmd("key", "the runner's signing key", gen, show)
+}
+
+func newReportCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "report RECEIPT [--json]",
+		Short: "the report of a run, rendered from its ledger only",
+		Args:  exactArgs(1, "one RECEIPT CID or pin"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			ctx := cmd.Context()
+			c, err := resolve(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			l, err := haygent.LoadLedger(ctx, st, c)
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				return haygent.WriteReport(g.ui.stdout, l)
+			}
+			return writeLedgerJSON(ctx, g, st, l)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipt and every record it links to as DAG-JSON")
+	return cmd
+}
+
+// writeLedgerJSON prints the stored records of a ledger as one DAG-JSON
+// document, exactly as stored.
+func writeLedgerJSON(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger) error {
+	node := func(c cid.Cid) (any, error) {
+		data, err := st.Get(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return cas.DecodeNode(data)
+	}
+	doc := map[string]any{"receipt_cid": l.ReceiptCID}
+	var err error
+	if doc["receipt"], err = node(l.ReceiptCID); err != nil {
+		return err
+	}
+	var trans []any
+	next := &l.Receipt.Head
+	for next != nil {
+		n, err := node(next.Cid)
+		if err != nil {
+			return err
+		}
+		trans = append([]any{n}, trans...)
+		m, _ := n.(map[string]any)
+		p, ok := m["prior"].(cid.Cid)
+		if !ok {
+			break
+		}
+		next = &cas.Link{Cid: p}
+	}
+	doc["transitions"] = trans
+	for _, set := range []struct {
+		key  string
+		cids []cid.Cid
+	}{{"evidence", keys(l.Evidence)}, {"gates", keys(l.Gates)}, {"slot_calls", keys(l.SlotCalls)}} {
+		m := map[string]any{}
+		for _, c := range set.cids {
+			if m[c.String()], err = node(c); err != nil {
+				return err
+			}
+		}
+		doc[set.key] = m
+	}
+	out, err := cas.EncodeJSON(doc)
+	if err != nil {
+		return err
+	}
+	g.ui.printf("%s\n", out)
+	return nil
+}
+
+func keys[V any](m map[cid.Cid]V) []cid.Cid {
+	out := make([]cid.Cid, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package haygent
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/haygent/hg/cas"
+)
+
+// Receipt statuses. There are exactly two: PASS, which only the gates can
+// produce, and HALT, a truthful failure.
+const (
+	StatusPass = "PASS"
+	StatusHalt = "HALT"
+)
+
+// Receipt is the Return of one invocation, built from the ledger alone and
+// signed by the runner. Its CID is the result of the invocation.
+type Receipt struct {
+	Type         string     `cbor:"type"`
+	Run          string     `cbor:"run"`
+	Objective    string     `cbor:"objective"`
+	Haygent      string     `cbor:"haygent"` // name@version
+	Package      cas.Link   `cbor:"package"` // the package tree: the code version
+	Input        cas.Link   `cbor:"input"`   // the input packet
+	Workspace    *cas.Link  `cbor:"workspace,omitempty"`
+	Permissions  cas.Link   `cbor:"permissions"`
+	Used         []string   `cbor:"used"`   // grants some step exercised
+	Denied       []Denied   `cbor:"denied"` // every refused operation
+	Steps        []StepRun  `cbor:"steps"`
+	SlotCalls    []cas.Link `cbor:"slot_calls"`
+	Evidence     []cas.Link `cbor:"evidence"`
+	Gates        []cas.Link `cbor:"gates"` // the final verdicts
+	Repairs      int64      `cbor:"repairs"`
+	RepairBudget int64      `cbor:"repair_budget"`
+	Artifacts    []Artifact `cbor:"artifacts"`
+	Output       *cas.Link  `cbor:"output,omitempty"` // output packet, on PASS
+	Limitations  []string   `cbor:"limitations"`
+	Head         cas.Link   `cbor:"head"` // the last transition
+	Transitions  int64      `cbor:"transitions"`
+	Status       string     `cbor:"status"`
+	Halt         *Halt      `cbor:"halt,omitempty"`
+	Replay       string     `cbor:"replay"`
+	StartedAt    string     `cbor:"started_at"`
+	FinishedAt   string     `cbor:"finished_at"`
+	Signer       []byte     `cbor:"signer"`
+	Signature    []byte     `cbor:"signature,omitempty"`
+}
+
+// StepRun is one executed step in the order it ran.
+type StepRun struct {
+	Step    string `cbor:"step"`
+	Kind    string `cbor:"kind"`
+	Attempt int64  `cbor:"attempt"`
+	Status  string `cbor:"status"`
+}
+
+// Artifact is a file a run produced and applied to the workspace.
+type Artifact struct {
+	Path   string   `cbor:"path"`
+	File   cas.Link `cbor:"file"` // hg/file@1
+	Digest string   `cbor:"digest"`
+}
+
+// Halt is why a run stopped short of PASS, and how to pick it up.
+type Halt struct {
+	FailedGate   string     `cbor:"failed_gate"`
+	Verdict      string     `cbor:"verdict"`
+	Reason       string     `cbor:"reason"`
+	Attempts     int64      `cbor:"attempts"`
+	LastEvidence []cas.Link `cbor:"last_evidence"`
+	Preserved    []Artifact `cbor:"preserved"`
+	RestartPoint string     `cbor:"restart_point"` // the step a rerun may start from
+}
+
+// ErrBadSignature is returned when a receipt's signature does not verify.
+var ErrBadSignature = errors.New("receipt signature does not verify")
+
+// signingBytes is what the signature covers: the canonical encoding of the
+// receipt without its signature.
+func (r *Receipt) signingBytes() ([]byte, error) {
+	c := *r
+	c.Signature = nil
+	return cas.Marshal(&c)
+}
+
+// Sign sets Signer and Signature with key.
+func (r *Receipt) Sign(key ed25519.PrivateKey) error {
+	r.Signer = key.Public().(ed25519.PublicKey)
+	b, err := r.signingBytes()
+	if err != nil {
+		return err
+	}
+	r.Signature = ed25519.Sign(key, b)
+	return nil
+}
+
+// VerifySignature checks the signature against the receipt's own Signer.
+// Whether that signer is trusted is the caller's question.
+func (r *Receipt) VerifySignature() error {
+	if len(r.Signer) != ed25519.PublicKeySize {
+		return fmt.Errorf("%w: no signer", ErrBadSignature)
+	}
+	b, err := r.signingBytes()
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(ed25519.PublicKey(r.Signer), b, r.Signature) {
+		return ErrBadSignature
+	}
+	return nil
+}

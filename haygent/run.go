@@ -1,0 +1,1185 @@
+package haygent
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/evidence"
+	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/perm"
+	"github.com/haygent/hg/haygent/sandbox"
+	"github.com/haygent/hg/haygent/workspace"
+	"github.com/ipfs/go-cid"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ErrBadInput is wrapped when the input packet breaks the input contract.
+var ErrBadInput = errors.New("input does not satisfy the input contract")
+
+// Options configure one invocation.
+type Options struct {
+	// Store receives every packet, evidence object, transition and the
+	// receipt.
+	Store cas.Store
+	// Key signs the receipt.
+	Key ed25519.PrivateKey
+	// Adapter answers the slots; nil makes every slot call fail (and so
+	// take its fallback).
+	Adapter Adapter
+	// Workspace is the directory the Haygent works on; exec steps run in
+	// scratch copies of it. Empty means a new empty directory.
+	Workspace string
+	// CacheDir holds tool caches (GOCACHE...) shared by exec steps;
+	// empty means a directory under the user's cache.
+	CacheDir string
+	// AllowUnisolated lets exec steps run without a network namespace
+	// where none can be had; the receipt's limitations say so.
+	AllowUnisolated bool
+	// Now is the clock; nil means time.Now. Tests fix it.
+	Now func() time.Time
+	// RunID names the run; empty means a random one.
+	RunID string
+	// Replay is the command line that replays this run, for the receipt.
+	Replay string
+	// Log, if set, is told of each step as it starts and ends.
+	Log func(format string, args ...any)
+}
+
+// Result is what an invocation produced.
+type Result struct {
+	Receipt    *Receipt
+	ReceiptCID cid.Cid
+}
+
+// Run invokes the Haygent pkg on input. The receipt is built from the
+// ledger alone, signed and stored; its CID is the result. A HALT is a
+// normal outcome (err is nil, Receipt.Status is HALT); err is for runs that
+// could not be carried out at all: a bad input, a store that fails.
+func Run(ctx context.Context, pkg *Package, input map[string]any, opts Options) (*Result, error) {
+	if opts.Store == nil || opts.Key == nil {
+		return nil, errors.New("haygent: Run needs a store and a key")
+	}
+	if err := validate(pkg.Input, input); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	r := &runner{pkg: pkg, opts: opts, st: opts.Store, ctx: ctx}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	if r.opts.RunID == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		r.opts.RunID = "run-" + hex.EncodeToString(b[:])
+	}
+	if r.opts.Replay == "" {
+		r.opts.Replay = "hg replay " + r.opts.RunID
+	}
+	if r.opts.Log == nil {
+		r.opts.Log = func(string, ...any) {}
+	}
+	return r.run(input)
+}
+
+// runner is one invocation in progress: the ledger and the state.
+type runner struct {
+	ctx  context.Context
+	pkg  *Package
+	opts Options
+	st   cas.Store
+
+	pkgCID, inputCID, permCID cid.Cid
+	workspace                 string
+	state                     map[string]any
+
+	seq         int64
+	prior       *cas.Link
+	transitions int64
+	steps       []StepRun
+	evidence    []gate.Evidence // everything observed, for the gates
+	evLinks     []cas.Link
+	slotCalls   []cas.Link
+	denied      []Denied
+	used        map[string]bool
+	limitations []string
+	artifacts   map[string]Artifact
+	lastChange  map[string]time.Time
+	attempt     int64
+	started     time.Time
+}
+
+func (r *runner) now() time.Time { return r.opts.Now().UTC() }
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// put stores a typed object and returns its link.
+func (r *runner) put(v any) (cas.Link, error) {
+	data, err := cas.Marshal(v)
+	if err != nil {
+		return cas.Link{}, err
+	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	if err := r.st.Put(r.ctx, b); err != nil {
+		return cas.Link{}, err
+	}
+	return cas.Link{Cid: b.CID()}, nil
+}
+
+func (r *runner) putRaw(data []byte) (cas.Link, error) {
+	b := cas.NewBlock(cas.Raw, data)
+	if len(data) > cas.ChunkSize {
+		c, _, err := cas.PutFile(r.ctx, r.st, bytes.NewReader(data), nil)
+		return cas.Link{Cid: c}, err
+	}
+	return cas.Link{Cid: b.CID()}, r.st.Put(r.ctx, b)
+}
+
+func (r *runner) packet(payload map[string]any, schema string) (cas.Link, error) {
+	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: toDataModel(payload).(map[string]any)})
+}
+
+func (r *runner) run(input map[string]any) (*Result, error) {
+	r.started = r.now()
+	r.used = map[string]bool{}
+	r.artifacts = map[string]Artifact{}
+	r.lastChange = map[string]time.Time{}
+	var err error
+	if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
+		return nil, fmt.Errorf("store package: %w", err)
+	}
+	in, err := r.packet(input, InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	r.inputCID = in.Cid
+	snap := map[string]any{"type": "hg/permissions@1", "entries": anySlice(r.pkg.Permissions.Snapshot())}
+	data, err := cas.EncodeNode(snap)
+	if err != nil {
+		return nil, err
+	}
+	pb := cas.NewBlock(cas.DagCBOR, data)
+	if err := r.st.Put(r.ctx, pb); err != nil {
+		return nil, err
+	}
+	r.permCID = pb.CID()
+
+	r.workspace = r.opts.Workspace
+	if r.workspace == "" {
+		dir, err := os.MkdirTemp("", "hg-workspace-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		r.workspace = dir
+	}
+	wsLink, err := r.snapshotWorkspace()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot workspace: %w", err)
+	}
+
+	runTimeout, _ := time.ParseDuration(r.pkg.Manifest.Timeouts.Run)
+	ctx, cancel := context.WithTimeout(r.ctx, runTimeout)
+	defer cancel()
+	r.ctx = ctx
+
+	r.state = map[string]any{
+		"input":      cloneValue(input),
+		"adjustable": adjustableDefaults(r.pkg.AdjustRaw),
+		"steps":      map[string]any{},
+		"output":     map[string]any{},
+	}
+	halt, results, err := r.loop()
+	if err != nil {
+		return nil, err
+	}
+	return r.finish(halt, results, wsLink)
+}
+
+// loop walks the spine, evaluates the gates, and repairs within the
+// budget. It returns the halt (nil on PASS) and the final gate results.
+func (r *runner) loop() (*Halt, []gateOutcome, error) {
+	from := 0
+	var tried [][]byte // proposals already tried, to stop a loop that repeats itself
+	for {
+		halt, err := r.walk(from)
+		if err != nil {
+			return nil, nil, err
+		}
+		if halt != nil {
+			return halt, nil, nil
+		}
+		results, err := r.evaluateGates()
+		if err != nil {
+			return nil, nil, err
+		}
+		failed := firstFailed(results)
+		if failed == nil {
+			return nil, results, nil
+		}
+		h := &Halt{
+			FailedGate:   failed.res.Gate,
+			Verdict:      string(failed.res.Verdict),
+			Reason:       failed.res.Reason,
+			Attempts:     r.attempt,
+			LastEvidence: failed.read,
+			RestartPoint: r.restartPoint(),
+		}
+		if failed.res.Action == gate.ActionHalt {
+			h.Reason = "gate " + failed.res.Gate + " says halt on " + string(failed.res.Verdict) + ": " + failed.res.Reason
+			return h, results, nil
+		}
+		rep := r.pkg.Manifest.Repair
+		if rep == nil || (len(rep.Gates) > 0 && !slices.Contains(rep.Gates, failed.res.Gate)) {
+			h.Reason = "no repair declared for gate " + failed.res.Gate + ": " + failed.res.Reason
+			return h, results, nil
+		}
+		if r.attempt >= int64(r.pkg.Manifest.RepairBudget) {
+			h.Reason = fmt.Sprintf("repair budget of %d exhausted: %s", r.pkg.Manifest.RepairBudget, failed.res.Reason)
+			return h, results, nil
+		}
+		r.attempt++
+		r.state["failures"] = failureView(results)
+		proposal, shalt, err := r.callSlot(rep.Slot, "repair", "repair")
+		if err != nil {
+			return nil, nil, err
+		}
+		if shalt != nil {
+			shalt.Attempts, shalt.FailedGate, shalt.Verdict = r.attempt, failed.res.Gate, string(failed.res.Verdict)
+			shalt.LastEvidence = failed.read
+			return shalt, results, nil
+		}
+		if proposal != nil {
+			canon, _ := json.Marshal(proposal)
+			for _, p := range tried {
+				if bytes.Equal(p, canon) {
+					h.Attempts = r.attempt
+					h.Reason = "repair proposed the same values again; stopping early: " + failed.res.Reason
+					return h, results, nil
+				}
+			}
+			tried = append(tried, canon)
+		}
+		from = 0
+		if rep.RerunFrom != "" {
+			from = r.stepIndex(rep.RerunFrom)
+		}
+	}
+}
+
+func (r *runner) stepIndex(id string) int {
+	for i, s := range r.pkg.Spine.Steps {
+		if s.ID == id {
+			return i
+		}
+	}
+	return 0
+}
+
+func (r *runner) restartPoint() string {
+	if rep := r.pkg.Manifest.Repair; rep != nil && rep.RerunFrom != "" {
+		return rep.RerunFrom
+	}
+	return r.pkg.Spine.Steps[0].ID
+}
+
+// walk runs the spine from step index from.
+func (r *runner) walk(from int) (*Halt, error) {
+	for _, s := range r.pkg.Spine.Steps[from:] {
+		if err := r.ctx.Err(); err != nil {
+			return &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached before step " + s.ID, Attempts: r.attempt, RestartPoint: s.ID}, nil
+		}
+		r.opts.Log("step %s (%s)", s.ID, s.Kind)
+		var (
+			halt *Halt
+			err  error
+		)
+		switch s.Kind {
+		case StepExec:
+			halt, err = r.execStep(s)
+		case StepBuiltin:
+			halt, err = r.builtinStep(s)
+		case StepSlot:
+			_, halt, err = r.callSlot(s.Slot, s.ID, StepSlot)
+		}
+		if err != nil || halt != nil {
+			if halt != nil {
+				halt.Attempts = r.attempt
+				if halt.RestartPoint == "" {
+					halt.RestartPoint = s.ID
+				}
+			}
+			return halt, err
+		}
+	}
+	return nil, nil
+}
+
+// stepRecord is what a step hands to the ledger.
+type stepRecord struct {
+	step      Step
+	kind      string
+	input     map[string]any
+	started   time.Time
+	status    string
+	evidence  []cas.Link
+	slotCalls []cas.Link
+	gates     []cas.Link
+	denied    []Denied
+	adapter   string
+	note      string
+}
+
+// record writes the transition of a step, chained to the one before.
+func (r *runner) record(rec stepRecord) error {
+	in, err := r.packet(rec.input, "")
+	if err != nil {
+		return err
+	}
+	out, err := r.packet(r.state, "")
+	if err != nil {
+		return err
+	}
+	t := Transition{
+		Type: TypeTransition, Run: r.opts.RunID, Seq: r.seq, Step: rec.step.ID, Kind: rec.kind,
+		Attempt: r.attempt, Input: in, Output: out, Package: cas.Link{Cid: r.pkgCID},
+		Adapter: rec.adapter, Permissions: cas.Link{Cid: r.permCID},
+		StartedAt: stamp(rec.started), FinishedAt: stamp(r.now()), Status: rec.status,
+		Evidence: orEmpty(rec.evidence), SlotCalls: orEmpty(rec.slotCalls), Gates: orEmpty(rec.gates),
+		Denied: rec.denied, Note: rec.note, Prior: r.prior,
+	}
+	if t.Denied == nil {
+		t.Denied = []Denied{}
+	}
+	link, err := r.put(&t)
+	if err != nil {
+		return err
+	}
+	r.prior = &link
+	r.seq++
+	r.transitions++
+	r.steps = append(r.steps, StepRun{Step: rec.step.ID, Kind: rec.kind, Attempt: r.attempt, Status: rec.status})
+	r.denied = append(r.denied, rec.denied...)
+	r.opts.Log("  %s: %s", rec.step.ID, rec.status)
+	return nil
+}
+
+func orEmpty(l []cas.Link) []cas.Link {
+	if l == nil {
+		return []cas.Link{}
+	}
+	return l
+}
+
+// observe stores one piece of evidence and keeps it for the gates.
+func (r *runner) observe(step, kind, subject string, data map[string]any) (cas.Link, error) {
+	at := r.now()
+	cov := evidence.CoverageOf(kind)
+	ev := Evidence{
+		Type: TypeEvidence, Run: r.opts.RunID, Step: step, Attempt: r.attempt, Kind: kind, Subject: subject,
+		Data: toDataModel(data).(map[string]any), ObservedAt: stamp(at),
+		Coverage: Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
+	}
+	link, err := r.put(&ev)
+	if err != nil {
+		return cas.Link{}, err
+	}
+	r.evidence = append(r.evidence, gate.Evidence{Ref: link.String(), Kind: kind, Subject: subject, Data: ev.Data, ObservedAt: at})
+	r.evLinks = append(r.evLinks, link)
+	return link, nil
+}
+
+func orEmptyS(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (r *runner) deny(d perm.Denial) Denied {
+	return Denied{Verb: d.Op.Verb, Kind: d.Op.Kind, Target: d.Op.Target, Rule: d.Rule}
+}
+
+// afterDenial decides what a step's denials do to the run.
+func (r *runner) afterDenial(s Step, denied []Denied) *Halt {
+	if len(denied) == 0 || s.OnDenied == "continue" {
+		return nil
+	}
+	d := denied[0]
+	return &Halt{
+		Verdict:      "DENIED",
+		Reason:       fmt.Sprintf("step %s: %s:%s:%s denied by %s", s.ID, d.Verb, d.Kind, d.Target, d.Rule),
+		RestartPoint: s.ID,
+	}
+}
+
+// ---- exec steps ----
+
+func (r *runner) execStep(s Step) (*Halt, error) {
+	rec := stepRecord{step: s, kind: StepExec, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	argv, err := r.pkg.Permissions.Command(s.Command)
+	if err != nil {
+		rec.status = "denied"
+		rec.denied = []Denied{{Verb: "run", Kind: "command", Target: s.Command, Rule: perm.RuleDefault}}
+		if err := r.record(rec); err != nil {
+			return nil, err
+		}
+		return r.afterDenial(s, rec.denied), nil
+	}
+	r.used["run:command:"+s.Command] = true
+	scratch, err := os.MkdirTemp("", "hg-step-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	work := filepath.Join(scratch, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return nil, err
+	}
+	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: scratch copy: %w", s.ID, err)
+	}
+	cache := r.opts.CacheDir
+	if cache == "" {
+		if uc, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(uc, "hg")
+		} else {
+			cache = filepath.Join(scratch, "cache")
+		}
+	}
+	env := sandbox.DefaultEnv(map[string]string{
+		"HOME":       filepath.Join(scratch, "home"),
+		"TMPDIR":     filepath.Join(scratch, "tmp"),
+		"GOCACHE":    filepath.Join(cache, "gocache"),
+		"GOMODCACHE": filepath.Join(cache, "gomod"),
+		"GOPATH":     filepath.Join(cache, "gopath"),
+		"GOFLAGS":    "-mod=mod",
+	})
+	for _, d := range []string{env["HOME"], env["TMPDIR"]} {
+		os.MkdirAll(d, 0o700)
+	}
+	var secrets []string
+	for _, name := range s.Secrets {
+		if !r.pkg.Permissions.Check(perm.Op{Verb: "secret", Kind: "env", Target: name}).Allowed {
+			rec.denied = append(rec.denied, Denied{Verb: "secret", Kind: "env", Target: name, Rule: perm.RuleDefault})
+			continue
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return nil, fmt.Errorf("step %s: secret %s is granted but not set in the environment", s.ID, name)
+		}
+		r.used["secret:"+name] = true
+		env[name] = v
+		secrets = append(secrets, v)
+	}
+	timeout, _ := time.ParseDuration(r.pkg.Manifest.Timeouts.Step)
+	if s.Timeout != "" {
+		timeout, _ = time.ParseDuration(s.Timeout)
+	}
+	res, err := sandbox.Run(r.ctx, sandbox.Spec{
+		Argv: argv, Dir: work, Env: env, Timeout: timeout,
+		NoNetwork: r.pkg.Permissions.NetworkNone(), AllowUnisolated: r.opts.AllowUnisolated,
+		Secrets: secrets,
+	})
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("step %s: %w", s.ID, err)
+	}
+	for _, l := range res.Limitations {
+		r.limitations = appendOnce(r.limitations, "step "+s.ID+": "+l)
+	}
+	stdout, err := r.putRaw(res.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := r.putRaw(res.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	subject := "step:" + s.ID
+	exitData := map[string]any{
+		"code": int64(res.ExitCode), "timed_out": res.TimedOut, "signal": res.Signal,
+		"argv": anySlice(argv), "stdout": stdout.String(), "stderr": stderr.String(),
+		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
+		"isolation": anySlice(res.Isolation),
+		"duration_ms": res.Finished.Sub(res.Started).Milliseconds(),
+	}
+	link, err := r.observe(s.ID, evidence.KindExit, subject, exitData)
+	if err != nil {
+		return nil, err
+	}
+	rec.evidence = append(rec.evidence, link)
+	if res.ExitCode != 0 {
+		rec.status = "failed"
+	}
+	if s.Report != "" {
+		format, file, _ := strings.Cut(s.Report, ":")
+		src := res.Stdout
+		if file != "" {
+			root, err := os.OpenRoot(work)
+			if err == nil {
+				src, err = root.ReadFile(file)
+				root.Close()
+			}
+			if err != nil {
+				src = nil
+			}
+		}
+		rep, perr := evidence.ParseTestReport(format, bytes.NewReader(src))
+		data := map[string]any{}
+		if perr != nil {
+			data = (&evidence.TestReport{Format: format, Problems: []string{perr.Error()}}).Data()
+		} else {
+			data = rep.Data()
+		}
+		link, err := r.observe(s.ID, evidence.KindTestReport, subject, data)
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	}
+	// Changes the command made: applied where the write grants allow,
+	// denied and recorded everywhere else.
+	changes, err := workspace.Diff(before, work)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: diff: %w", s.ID, err)
+	}
+	// A file holding a granted secret's value is never applied or stored.
+	var clean workspace.Changes
+	for _, c := range changes {
+		if c.After != nil && len(secrets) > 0 {
+			if data, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(c.Path))); err == nil && containsAny(data, secrets) {
+				rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: c.Path, Rule: "holds the value of a granted secret"})
+				continue
+			}
+		}
+		clean = append(clean, c)
+	}
+	applied, denials, err := workspace.Apply(clean, work, r.workspace, r.pkg.Permissions)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: apply: %w", s.ID, err)
+	}
+	for _, d := range denials {
+		rec.denied = append(rec.denied, r.deny(d))
+	}
+	for _, c := range applied {
+		var before, after string
+		if c.Before != nil {
+			before = c.Before.Digest
+		}
+		if c.After != nil {
+			after = c.After.Digest
+		}
+		link, err := r.mutation(s.ID, c.Path, before, after)
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	}
+	r.state["steps"].(map[string]any)[s.ID] = map[string]any{"exit": int64(res.ExitCode), "timed_out": res.TimedOut}
+	if len(rec.denied) > 0 && rec.status == "ok" {
+		rec.status = "denied"
+	}
+	if err := r.record(rec); err != nil {
+		return nil, err
+	}
+	return r.afterDenial(s, rec.denied), nil
+}
+
+// mutation records a change to a workspace file and stores the new
+// content as an artifact.
+func (r *runner) mutation(step, path, before, after string) (cas.Link, error) {
+	at := r.now()
+	data := map[string]any{"path": path, "before": before, "after": after}
+	if after != "" {
+		f, err := os.Open(filepath.Join(r.workspace, filepath.FromSlash(path)))
+		if err == nil {
+			c, _, err := cas.PutFile(r.ctx, r.st, f, nil)
+			f.Close()
+			if err != nil {
+				return cas.Link{}, err
+			}
+			r.artifacts[path] = Artifact{Path: path, File: cas.Link{Cid: c}, Digest: after}
+			data["file"] = c.String()
+		}
+	} else {
+		delete(r.artifacts, path)
+	}
+	r.lastChange["file:"+path] = at
+	r.used["write:file:"+path] = true
+	return r.observe(step, evidence.KindMutation, "file:"+path, data)
+}
+
+// ---- builtin steps ----
+
+func (r *runner) builtinStep(s Step) (*Halt, error) {
+	rec := stepRecord{step: s, kind: StepBuiltin, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	str := func(k string) string { v, _ := s.Args[k].(string); return v }
+	fail := func(format string, args ...any) {
+		rec.status = "failed"
+		rec.note = fmt.Sprintf(format, args...)
+	}
+	ws, err := workspace.Open(r.workspace, r.pkg.Permissions)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	switch s.Op {
+	case "noop":
+	case "copy_field":
+		v, ok := pointerGet(r.state, str("from"))
+		if !ok {
+			fail("copy_field: nothing at %s", str("from"))
+			break
+		}
+		if err := pointerSet(r.state, str("to"), cloneValue(v)); err != nil {
+			fail("copy_field: %v", err)
+		}
+	case "digest":
+		var content []byte
+		subject := "field:" + str("from")
+		if p := str("file"); p != "" {
+			subject = "file:" + p
+			data, err := ws.ReadFile(p)
+			if err != nil {
+				fail("digest: %v", err)
+				break
+			}
+			r.used["read:file:"+p] = true
+			content = data
+		} else {
+			v, ok := pointerGet(r.state, str("from"))
+			if !ok {
+				fail("digest: nothing at %s", str("from"))
+				break
+			}
+			content, _ = json.Marshal(v)
+		}
+		sum := sha256.Sum256(content)
+		link, err := r.observe(s.ID, evidence.KindDigest, subject, map[string]any{"sha256": hex.EncodeToString(sum[:]), "size": int64(len(content))})
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	case "digest_equal":
+		a, okA := pointerGet(r.state, str("a"))
+		b, okB := pointerGet(r.state, str("b"))
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		da, db := sha256.Sum256(ja), sha256.Sum256(jb)
+		link, err := r.observe(s.ID, evidence.KindDigest, "step:"+s.ID, map[string]any{
+			"a": hex.EncodeToString(da[:]), "b": hex.EncodeToString(db[:]), "equal": okA && okB && da == db,
+		})
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	case "write_file":
+		p := str("path")
+		var content []byte
+		if tmpl := str("template"); tmpl != "" {
+			t, err := template.New(s.ID).Option("missingkey=error").Parse(tmpl)
+			if err != nil {
+				fail("write_file: template: %v", err)
+				break
+			}
+			var buf bytes.Buffer
+			if err := t.Execute(&buf, r.state); err != nil {
+				fail("write_file: template: %v", err)
+				break
+			}
+			content = buf.Bytes()
+		} else {
+			v, ok := pointerGet(r.state, str("from"))
+			s, isStr := v.(string)
+			if !ok || !isStr {
+				fail("write_file: no string at %s", str("from"))
+				break
+			}
+			content = []byte(s)
+		}
+		beforeSum := ""
+		if old, err := ws.ReadFile(p); err == nil {
+			sum := sha256.Sum256(old)
+			beforeSum = hex.EncodeToString(sum[:])
+		}
+		if err := ws.WriteFile(p, content, 0o644); err != nil {
+			fail("write_file: %v", err)
+			break
+		}
+		sum := sha256.Sum256(content)
+		link, err := r.mutation(s.ID, p, beforeSum, hex.EncodeToString(sum[:]))
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	case "read_file":
+		p := str("path")
+		data, err := ws.ReadFile(p)
+		if err != nil {
+			fail("read_file: %v", err)
+			break
+		}
+		r.used["read:file:"+p] = true
+		sum := sha256.Sum256(data)
+		link, err := r.observe(s.ID, evidence.KindRead, "file:"+p, map[string]any{"path": p, "sha256": hex.EncodeToString(sum[:]), "size": int64(len(data))})
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+		if to := str("to"); to != "" {
+			if err := pointerSet(r.state, to, string(data)); err != nil {
+				fail("read_file: %v", err)
+			}
+		}
+	case "roundtrip":
+		p := str("path")
+		data, err := ws.ReadFile(p)
+		if err != nil {
+			fail("roundtrip: %v", err)
+			break
+		}
+		r.used["read:file:"+p] = true
+		in := sha256.Sum256(data)
+		c, _, err := cas.PutFile(r.ctx, r.st, bytes.NewReader(data), nil)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		if _, err := cas.ReadFile(r.ctx, r.st, c, h, nil); err != nil {
+			return nil, err
+		}
+		out := h.Sum(nil)
+		link, err := r.observe(s.ID, evidence.KindDigest, "file:"+p, map[string]any{
+			"input": hex.EncodeToString(in[:]), "output": hex.EncodeToString(out), "file": c.String(),
+			"equal": bytes.Equal(in[:], out), "size": int64(len(data)),
+		})
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+	}
+	for _, d := range ws.Denials() {
+		rec.denied = append(rec.denied, r.deny(d))
+	}
+	if len(rec.denied) > 0 {
+		rec.status = "denied"
+	}
+	if err := r.record(rec); err != nil {
+		return nil, err
+	}
+	return r.afterDenial(s, rec.denied), nil
+}
+
+// ---- slots ----
+
+// callSlot asks the adapter for a proposal for slot name, verifies it, and
+// on acceptance merges it into the adjustable fields. It re-asks with the
+// errors up to the slot's limit, then takes the fallback: "keep" goes on
+// with the current values, "halt" stops the run.
+func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, error) {
+	slot := r.pkg.Manifest.Slots[name]
+	rec := stepRecord{step: Step{ID: stepID}, kind: kind, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	proj := map[string]any{}
+	for _, ptr := range slot.Projection {
+		if v, ok := pointerGet(r.state, ptr); ok {
+			proj[ptr] = cloneValue(v)
+		}
+	}
+	projLink, err := r.packet(proj, "projection")
+	if err != nil {
+		return nil, nil, err
+	}
+	prompt := r.pkg.Prompts[name]
+	promptSum := sha256.Sum256([]byte(prompt))
+	adapterName, model := "none", ""
+	if r.opts.Adapter != nil {
+		adapterName, model = r.opts.Adapter.Name(), r.opts.Adapter.Model()
+	}
+	if model == "" {
+		model = slot.Model
+	}
+	rec.adapter = adapterName
+	var errs []string
+	var accepted map[string]any
+	for try := 1; try <= slot.Limit && accepted == nil; try++ {
+		call := SlotCall{Type: TypeSlotCall, Slot: name, Adapter: adapterName, Model: model, Try: int64(try),
+			PromptDigest: "sha256:" + hex.EncodeToString(promptSum[:]), Projection: projLink, Errors: []string{}}
+		var raw []byte
+		if r.opts.Adapter == nil {
+			err = errors.New("no adapter configured for slots")
+		} else {
+			raw, err = r.opts.Adapter.Propose(r.ctx, SlotRequest{Slot: name, Prompt: prompt, Projection: proj, Schema: r.pkg.AdjustRaw, Try: try, Errors: errs})
+		}
+		respLink, perr := r.putRaw(raw)
+		if perr != nil {
+			return nil, nil, perr
+		}
+		call.Response = respLink
+		if err != nil {
+			call.Verdict = "error"
+			errs = []string{err.Error()}
+		} else if prop, verr := r.verifyProposal(slot, raw); verr != nil {
+			call.Verdict = "rejected"
+			errs = verr
+		} else {
+			call.Verdict = "accepted"
+			pl, err := r.packet(prop, AdjustSchema)
+			if err != nil {
+				return nil, nil, err
+			}
+			call.Proposal = &pl
+			accepted = prop
+			errs = nil
+		}
+		call.Errors = append(call.Errors, errs...)
+		link, err := r.put(&call)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec.slotCalls = append(rec.slotCalls, link)
+		r.slotCalls = append(r.slotCalls, link)
+	}
+	var halt *Halt
+	switch {
+	case accepted != nil:
+		adj := r.state["adjustable"].(map[string]any)
+		for k, v := range accepted {
+			adj[k] = v
+		}
+	case slot.Fallback == "keep":
+		rec.status = "fallback"
+		rec.note = "no acceptable proposal; kept the current values: " + strings.Join(errs, "; ")
+	default:
+		rec.status = "halted"
+		rec.note = "no acceptable proposal after " + fmt.Sprint(slot.Limit) + " tries: " + strings.Join(errs, "; ")
+		halt = &Halt{Verdict: "REJECTED", Reason: "slot " + name + ": " + rec.note, RestartPoint: stepID}
+	}
+	if err := r.record(rec); err != nil {
+		return nil, nil, err
+	}
+	return accepted, halt, nil
+}
+
+// verifyProposal checks a raw response: one JSON object, only fields the
+// adjustable schema declares, valid against it, and the slot verifier's
+// own checks. It returns the errors to send back on a re-ask.
+func (r *runner) verifyProposal(slot Slot, raw []byte) (map[string]any, []string) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, []string{"the response is not one JSON object: " + firstLine(raw)}
+	}
+	prop, ok := v.(map[string]any)
+	if !ok {
+		return nil, []string{"the response must be a JSON object of adjustable fields"}
+	}
+	var errs []string
+	props, _ := r.pkg.AdjustRaw["properties"].(map[string]any)
+	var keys []string
+	for k := range prop {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := props[k]; !ok {
+			errs = append(errs, fmt.Sprintf("field %q is not in the adjustable schema; only %s may be set", k, strings.Join(sortedKeys(props), ", ")))
+		}
+	}
+	if err := validate(r.pkg.Adjustable, prop); err != nil {
+		errs = append(errs, "schema: "+err.Error())
+	}
+	if slot.Verifier != nil {
+		for _, field := range slot.Verifier.Files {
+			p, _ := prop[field].(string)
+			if p == "" {
+				continue
+			}
+			ws, err := workspace.Open(r.workspace, r.pkg.Permissions)
+			if err == nil {
+				_, err = ws.ReadFile(p)
+				ws.Close()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("field %q names %q, which is not a readable file: %v", field, p, err))
+			}
+		}
+		for _, bad := range slot.Verifier.Forbid {
+			if strings.Contains(string(raw), bad) {
+				errs = append(errs, fmt.Sprintf("the proposal contains %q, which the verifier forbids", bad))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return toDataModel(prop).(map[string]any), nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---- gates ----
+
+type gateOutcome struct {
+	res  gate.Result
+	link cas.Link
+	read []cas.Link
+}
+
+// evaluateGates runs every gate over the evidence this run observed and
+// records the verdicts in a transition.
+func (r *runner) evaluateGates() ([]gateOutcome, error) {
+	rec := stepRecord{step: Step{ID: "gates"}, kind: "gates", input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	env := gate.Env{Now: r.now(), LastChange: r.lastChange}
+	var out []gateOutcome
+	for _, g := range r.pkg.Gates {
+		res := g.Evaluate(r.evidence, env)
+		var read []cas.Link
+		for _, ref := range res.Read {
+			if c, err := cid.Decode(ref); err == nil {
+				read = append(read, cas.Link{Cid: c})
+			}
+		}
+		spec := g.Spec()
+		link, err := r.put(&GateResult{Type: TypeGate, Gate: res.Gate, Predicate: spec.Predicate, Verdict: string(res.Verdict),
+			Action: res.Action, Reason: res.Reason, Read: orEmpty(read), At: stamp(env.Now)})
+		if err != nil {
+			return nil, err
+		}
+		rec.gates = append(rec.gates, link)
+		out = append(out, gateOutcome{res: res, link: link, read: orEmpty(read)})
+		if res.Verdict != gate.Pass {
+			rec.status = "failed"
+		}
+	}
+	return out, r.record(rec)
+}
+
+// firstFailed returns the first gate that did not PASS, preferring one
+// whose rule says halt.
+func firstFailed(results []gateOutcome) *gateOutcome {
+	var first *gateOutcome
+	for i := range results {
+		o := &results[i]
+		if o.res.Verdict == gate.Pass {
+			continue
+		}
+		if o.res.Action == gate.ActionHalt {
+			return o
+		}
+		if first == nil {
+			first = o
+		}
+	}
+	return first
+}
+
+// failureView is what a repair slot may be shown of the failed gates.
+func failureView(results []gateOutcome) []any {
+	var out []any
+	for _, o := range results {
+		if o.res.Verdict == gate.Pass {
+			continue
+		}
+		out = append(out, map[string]any{"gate": o.res.Gate, "verdict": string(o.res.Verdict), "reason": o.res.Reason})
+	}
+	return out
+}
+
+// ---- the receipt ----
+
+// finish builds the receipt from the ledger, signs and stores it. PASS is
+// set in one place only: when the final gate evaluation exists and every
+// gate in it passed.
+func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Result, error) {
+	rc := &Receipt{
+		Type: TypeReceipt, Run: r.opts.RunID, Objective: r.pkg.Manifest.Objective,
+		Haygent: r.pkg.Manifest.Name + "@" + r.pkg.Manifest.Version,
+		Package: cas.Link{Cid: r.pkgCID}, Input: cas.Link{Cid: r.inputCID}, Workspace: ws,
+		Permissions: cas.Link{Cid: r.permCID}, Used: sortedTrue(r.used), Denied: r.denied,
+		Steps: r.steps, SlotCalls: orEmpty(r.slotCalls), Evidence: orEmpty(r.evLinks), Gates: []cas.Link{},
+		Repairs: r.attempt, RepairBudget: int64(r.pkg.Manifest.RepairBudget),
+		Limitations: orEmptyS(r.limitations), Head: *r.prior, Transitions: r.transitions,
+		Replay: r.opts.Replay, StartedAt: stamp(r.started), FinishedAt: stamp(r.now()),
+	}
+	if rc.Denied == nil {
+		rc.Denied = []Denied{}
+	}
+	for _, o := range results {
+		rc.Gates = append(rc.Gates, o.link)
+	}
+	var paths []string
+	for p := range r.artifacts {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rc.Artifacts = append(rc.Artifacts, r.artifacts[p])
+	}
+	if rc.Artifacts == nil {
+		rc.Artifacts = []Artifact{}
+	}
+	if halt == nil && allPassed(results) {
+		if err := validate(r.pkg.Output, r.state["output"]); err != nil {
+			halt = &Halt{Verdict: string(gate.Invalid), Reason: "output breaks the output contract: " + err.Error(), Attempts: r.attempt, RestartPoint: r.restartPoint()}
+		} else {
+			out, err := r.packet(r.state["output"].(map[string]any), OutputSchema)
+			if err != nil {
+				return nil, err
+			}
+			rc.Output = &out
+			rc.Status = StatusPass
+		}
+	}
+	if rc.Status != StatusPass {
+		if halt == nil {
+			halt = &Halt{Verdict: "UNKNOWN", Reason: "the gates did not all pass", Attempts: r.attempt}
+		}
+		rc.Status = StatusHalt
+		halt.Preserved = rc.Artifacts
+		if halt.LastEvidence == nil {
+			halt.LastEvidence = lastN(r.evLinks, 3)
+		}
+		rc.Halt = halt
+	}
+	if err := rc.Sign(r.opts.Key); err != nil {
+		return nil, err
+	}
+	link, err := r.put(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Receipt: rc, ReceiptCID: link.Cid}, nil
+}
+
+func allPassed(results []gateOutcome) bool {
+	if len(results) == 0 {
+		return false
+	}
+	for _, o := range results {
+		if o.res.Verdict != gate.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+func lastN(l []cas.Link, n int) []cas.Link {
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return append([]cas.Link{}, l...)
+}
+
+func sortedTrue(m map[string]bool) []string {
+	out := []string{}
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func appendOnce(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// snapshotWorkspace stores what the read grants let the Haygent see of its
+// workspace, as a tree.
+func (r *runner) snapshotWorkspace() (*cas.Link, error) {
+	tmp, err := os.MkdirTemp("", "hg-snap-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	dst := filepath.Join(tmp, "ws")
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return nil, err
+	}
+	if _, err := workspace.Scratch(r.workspace, r.pkg.Permissions, dst); err != nil {
+		return nil, err
+	}
+	c, err := cas.PutTree(r.ctx, r.st, dst, &cas.TreeOptions{Skipped: func(string, os.FileMode) {}})
+	if err != nil {
+		return nil, err
+	}
+	return &cas.Link{Cid: c}, nil
+}
+
+// validate checks a JSON-like value against a compiled schema.
+func validate(sch *jsonschema.Schema, v any) error {
+	if sch == nil {
+		return nil
+	}
+	data, err := json.Marshal(fromDataModel(v))
+	if err != nil {
+		return err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if err := sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return errors.New(strings.ReplaceAll(fmt.Sprintf("%v", ve), "\n", " "))
+		}
+		return err
+	}
+	return nil
+}
+
+func containsAny(data []byte, secrets []string) bool {
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(data, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// adjustableDefaults returns the "default" of every property of the
+// adjustable schema: the values the first pass runs with.
+func adjustableDefaults(schema map[string]any) map[string]any {
+	out := map[string]any{}
+	props, _ := schema["properties"].(map[string]any)
+	for name, p := range props {
+		if m, ok := p.(map[string]any); ok {
+			if d, ok := m["default"]; ok {
+				out[name] = toDataModel(cloneValue(d))
+			}
+		}
+	}
+	return out
+}
