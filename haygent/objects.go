@@ -94,15 +94,15 @@ type GateResult struct {
 // what (a digest of the prompt and projection), what came back (the raw
 // response as a block) and what the runtime made of it.
 type SlotCall struct {
-	Type         string   `cbor:"type"`
-	Slot         string   `cbor:"slot"`
-	Adapter      string   `cbor:"adapter"`
-	Model        string   `cbor:"model"`
-	Try          int64    `cbor:"try"`
-	PromptDigest string   `cbor:"prompt_digest"`
-	Projection   cas.Link `cbor:"projection"` // packet
-	Response     cas.Link `cbor:"response"`   // raw block
-	Verdict      string   `cbor:"verdict"`    // accepted, rejected, error
-	Errors       []string `cbor:"errors"`
+	Type         string    `cbor:"type"`
+	Slot         string    `cbor:"slot"`
+	Adapter      string    `cbor:"adapter"`
+	Model        string    `cbor:"model"`
+	Try          int64     `cbor:"try"`
+	PromptDigest string    `cbor:"prompt_digest"`
+	Projection   cas.Link  `cbor:"projection"` // packet
+	Response     cas.Link  `cbor:"response"`   // raw block
+	Verdict      string    `cbor:"verdict"`    // accepted, rejected, error
+	Errors       []string  `cbor:"errors"`
 	Proposal     *cas.Link `cbor:"proposal,omitempty"` // packet, when accepted
 }

@@ -52,12 +52,12 @@ type Timeouts struct {
 // Slot declares an intelligence slot: where a model may propose values for
 // the fields of adjustable.schema.json, and nothing else.
 type Slot struct {
-	Prompt     string   `json:"prompt"`     // prompts/*.md
-	Projection []string `json:"projection"` // JSON pointers into the run state the slot may see
-	Limit      int      `json:"limit"`      // tries per call, re-asking with the error; at least 1
+	Prompt     string    `json:"prompt"`     // prompts/*.md
+	Projection []string  `json:"projection"` // JSON pointers into the run state the slot may see
+	Limit      int       `json:"limit"`      // tries per call, re-asking with the error; at least 1
 	Verifier   *Verifier `json:"verifier"`   // required: a slot without one is refused
-	Fallback   string   `json:"fallback"`   // "halt" or "keep" (keep the current values)
-	Model      string   `json:"model,omitempty"`
+	Fallback   string    `json:"fallback"`   // "halt" or "keep" (keep the current values)
+	Model      string    `json:"model,omitempty"`
 }
 
 // Verifier lists the checks beyond the adjustable schema that a proposal

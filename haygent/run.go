@@ -514,7 +514,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		"code": int64(res.ExitCode), "timed_out": res.TimedOut, "signal": res.Signal,
 		"argv": anySlice(argv), "stdout": stdout.String(), "stderr": stderr.String(),
 		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
-		"isolation": anySlice(res.Isolation),
+		"isolation":   anySlice(res.Isolation),
 		"duration_ms": res.Finished.Sub(res.Started).Milliseconds(),
 	}
 	link, err := r.observe(s.ID, evidence.KindExit, subject, exitData)
