@@ -728,6 +728,10 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 		rec.evidence = append(rec.evidence, link)
 	case "read_file":
 		p := str("path")
+		if from := str("path_from"); from != "" {
+			v, _ := pointerGet(r.state, from)
+			p, _ = v.(string)
+		}
 		data, err := ws.ReadFile(p)
 		if err != nil {
 			fail("read_file: %v", err)

@@ -1,0 +1,46 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+)
+
+// BenchmarkExecTrue is the baseline for BenchmarkRunTrue: a bare
+// exec.Command("true").Run().
+func BenchmarkExecTrue(b *testing.B) {
+	if _, err := exec.LookPath("true"); err != nil {
+		b.Skip("no true program:", err)
+	}
+	for b.Loop() {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunTrue runs `true` through Run, on the host network and in a
+// network namespace, so that Run's overhead over BenchmarkExecTrue can be
+// read.
+func BenchmarkRunTrue(b *testing.B) {
+	if _, err := resolve("true", nil, "/"); err != nil {
+		b.Skip("no true program:", err)
+	}
+	for _, c := range []struct {
+		name      string
+		noNetwork bool
+	}{{"host", false}, {"netns", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			if ok, reason := Available(); c.noNetwork && !ok {
+				b.Skip("no network namespaces:", reason)
+			}
+			s := Spec{Argv: []string{"true"}, Dir: b.TempDir(), NoNetwork: c.noNetwork}
+			for b.Loop() {
+				res, err := Run(context.Background(), s)
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("err %v, exit %d", err, res.ExitCode)
+				}
+			}
+		})
+	}
+}
