@@ -64,7 +64,7 @@ func newHaygentCheckCmd(g *globals) *cobra.Command {
 
 func newHaygentRunCmd(g *globals) *cobra.Command {
 	var (
-		inputFile, wsDir, adapterSpec, model string
+		inputFile, wsDir, adapterSpec, model, pin string
 		allowUnisolated, asJSON              bool
 	)
 	cmd := &cobra.Command{
@@ -120,9 +120,19 @@ The receipt is signed with the store's runner key (made on first use; see
 			if g.ui.stderrIsTerminal() {
 				opts.Log = func(format string, args ...any) { fmt.Fprintf(g.ui.stderr, "hg: "+format+"\n", args...) }
 			}
+			if pin != "" {
+				if err := cas.CheckPinName(pin); err != nil {
+					return usageError{err}
+				}
+			}
 			res, err := haygent.Run(cmd.Context(), pkg, input, opts)
 			if err != nil {
 				return err
+			}
+			if pin != "" {
+				if err := st.SetPin(cmd.Context(), pin, res.ReceiptCID); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				out := map[string]any{"receipt": res.ReceiptCID.String(), "status": res.Receipt.Status, "run": res.Receipt.Run}
@@ -152,6 +162,7 @@ The receipt is signed with the store's runner key (made on first use; see
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
 	cmd.Flags().BoolVar(&allowUnisolated, "allow-unisolated", false, "run exec steps without a network namespace where none can be had (the receipt says so)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {receipt, status, run, ...} as JSON")
+	cmd.Flags().StringVar(&pin, "pin", "", "pin the receipt (and so the whole run) under `NAME`")
 	return cmd
 }
 

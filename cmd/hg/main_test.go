@@ -32,6 +32,11 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HG_LOCK_TIMEOUT", "500ms")
+			fixtures, err := filepath.Abs("../../fixtures")
+			if err != nil {
+				return err
+			}
+			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -130,7 +135,7 @@ func cmdHGExit(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Dir = ts.MkAbs(".")
-	for _, k := range []string{"PATH", "HOME", "WORK", "TMPDIR", "HG_STORE", "HG_LOCK_TIMEOUT"} {
+	for _, k := range []string{"PATH", "HOME", "WORK", "TMPDIR", "HG_STORE", "HG_LOCK_TIMEOUT", "FIXTURES"} {
 		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
 	}
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
