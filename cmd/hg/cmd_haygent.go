@@ -65,7 +65,7 @@ func newHaygentCheckCmd(g *globals) *cobra.Command {
 func newHaygentRunCmd(g *globals) *cobra.Command {
 	var (
 		inputFile, wsDir, adapterSpec, model, pin string
-		allowUnisolated, asJSON              bool
+		allowUnisolated, asJSON                   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run DIR [--input FILE] [--workspace DIR] [--adapter script:FILE|exec:CMD|openai]",
