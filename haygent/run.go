@@ -77,7 +77,7 @@ func Run(ctx context.Context, pkg *Package, input map[string]any, opts Options) 
 	if err := validate(pkg.Input, input); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
-	r := &runner{pkg: pkg, opts: opts, st: opts.Store, ctx: ctx}
+	r := &runner{pkg: pkg, opts: opts, st: opts.Store, ctx: ctx, w: cas.NewWriter(opts.Store)}
 	if r.opts.Now == nil {
 		r.opts.Now = time.Now
 	}
@@ -101,6 +101,7 @@ type runner struct {
 	pkg  *Package
 	opts Options
 	st   cas.Store
+	w    *cas.Writer // the ledger's blocks, stored in batches
 
 	pkgCID, inputCID, permCID cid.Cid
 	workspace                 string
@@ -133,7 +134,7 @@ func (r *runner) put(v any) (cas.Link, error) {
 		return cas.Link{}, err
 	}
 	b := cas.NewBlock(cas.DagCBOR, data)
-	if err := r.st.Put(r.ctx, b); err != nil {
+	if err := r.w.Add(r.ctx, b); err != nil {
 		return cas.Link{}, err
 	}
 	return cas.Link{Cid: b.CID()}, nil
@@ -145,7 +146,7 @@ func (r *runner) putRaw(data []byte) (cas.Link, error) {
 		c, _, err := cas.PutFile(r.ctx, r.st, bytes.NewReader(data), nil)
 		return cas.Link{Cid: c}, err
 	}
-	return cas.Link{Cid: b.CID()}, r.st.Put(r.ctx, b)
+	return cas.Link{Cid: b.CID()}, r.w.Add(r.ctx, b)
 }
 
 func (r *runner) packet(payload map[string]any, schema string) (cas.Link, error) {
@@ -172,7 +173,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 		return nil, err
 	}
 	pb := cas.NewBlock(cas.DagCBOR, data)
-	if err := r.st.Put(r.ctx, pb); err != nil {
+	if err := r.w.Add(r.ctx, pb); err != nil {
 		return nil, err
 	}
 	r.permCID = pb.CID()
@@ -1071,6 +1072,11 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 	}
 	link, err := r.put(rc)
 	if err != nil {
+		return nil, err
+	}
+	// The receipt is the last block; once the flush returns, the whole
+	// ledger is stored.
+	if err := r.w.Flush(r.ctx); err != nil {
 		return nil, err
 	}
 	return &Result{Receipt: rc, ReceiptCID: link.Cid}, nil

@@ -438,6 +438,10 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 	return fn(data)
 }
 
+// errNothingNew rolls back a Put whose blocks were all present already,
+// so that it costs no commit and no sync.
+var errNothingNew = errors.New("nothing new")
+
 // readBufs recycles the buffers packed blocks are read into, so reading a
 // large file touches the same few MiB of memory again and again. (A
 // sync.Pool loses its buffers at every garbage collection, and faulting
@@ -480,13 +484,14 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	// Inserting in key order was measured and gained nothing: bbolt
 	// applies the inserts to nodes in memory and lays out the pages at
 	// commit, whatever the order.
-	return s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		cur := currentPack(tx)
 		ps := getPackStat(tx, cur)
 		stats := map[uint64]packStat{}
 		var written []*os.File
 		var f *os.File
+		inserted := 0
 		for i, b := range blocks {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
@@ -498,6 +503,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				continue
 			}
 			data := b.Data()
+			inserted++
 			if len(data) < packMin {
 				if err := bk.Put(k, inlineValue(data)); err != nil {
 					return fmt.Errorf("put block %s: %w", b.CID(), err)
@@ -531,6 +537,9 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			}
 		}
 		if len(written) == 0 {
+			if inserted == 0 {
+				return errNothingNew // roll back: no commit, no sync
+			}
 			return ctx.Err()
 		}
 		stats[cur] = ps
@@ -549,6 +558,10 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		}
 		return ctx.Err()
 	})
+	if errors.Is(err, errNothingNew) {
+		return nil
+	}
+	return err
 }
 
 // Delete removes the blocks that are present, in one transaction. Only
