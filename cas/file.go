@@ -90,7 +90,7 @@ func PutFile(ctx context.Context, st Store, r io.Reader, opts *PutOptions) (cid.
 	if own {
 		w = NewWriter(st)
 	}
-	pool := newBufPool(ChunkSize)
+	pool := chunkPool
 	prev := w.OnFlush
 	w.OnFlush = func(blocks []Block) {
 		for _, b := range blocks {
@@ -185,14 +185,21 @@ func hashChunks(ctx context.Context, r io.Reader, pool *bufPool) <-chan chan chu
 				pool.put(buf)
 				return
 			}
+			data := buf[:n]
+			if n < len(buf) {
+				// A short last chunk gets a buffer of its own size: a tree of
+				// many small files must not pin a 1 MiB buffer per file.
+				data = append([]byte(nil), data...)
+				pool.put(buf)
+			}
 			out := make(chan chunkResult, 1)
 			select {
 			case order <- out:
 			case <-ctx.Done():
 				return
 			}
-			jobs <- job{data: buf[:n], out: out}
-			if n < len(buf) {
+			jobs <- job{data: data, out: out}
+			if n < ChunkSize {
 				return
 			}
 		}
@@ -281,7 +288,10 @@ type bufPool struct {
 }
 
 // poolBuffers bounds the buffers a pool keeps; more may be in use.
-const poolBuffers = 64
+const poolBuffers = 32
+
+// chunkPool is shared by every put and get in the process.
+var chunkPool = newBufPool(ChunkSize)
 
 func newBufPool(size int) *bufPool {
 	return &bufPool{size: size, free: make(chan []byte, poolBuffers)}

@@ -48,7 +48,7 @@ func ReadFile(ctx context.Context, st Store, c cid.Cid, w io.Writer, progress fu
 		walkErr <- walkFileNode(ctx, st, c, root, &end, items)
 	}()
 
-	pool := newBufPool(ChunkSize)
+	pool := chunkPool
 	results := fetchChunks(ctx, st, items, pool)
 	var written int64
 	for r := range results {

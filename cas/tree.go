@@ -128,6 +128,10 @@ type TreeOptions struct {
 	// Skipped, if set, is told of each entry PutTree leaves out (sockets,
 	// devices, named pipes). Without it such an entry is an error.
 	Skipped func(path string, mode fs.FileMode)
+	// Include, if set, decides which entries PutTree stores, by their
+	// slash-separated path below the root; an excluded directory is not
+	// entered. Without it, everything is stored.
+	Include func(path string, isDir bool) bool
 }
 
 // PutTree stores the directory dir and everything below it: files as
@@ -184,6 +188,9 @@ func (p *treePutter) dir(rel string) (cid.Cid, uint64, error) {
 		child := path.Join(rel, name)
 		if err := CheckName(name); err != nil {
 			return cid.Undef, 0, fmt.Errorf("%s: %w", child, err)
+		}
+		if p.opts.Include != nil && !p.opts.Include(child, de.IsDir()) {
+			continue
 		}
 		info, err := p.root.Lstat(child)
 		if err != nil {

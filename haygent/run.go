@@ -1126,21 +1126,18 @@ func anySlice(s []string) []any {
 }
 
 // snapshotWorkspace stores what the read grants let the Haygent see of its
-// workspace, as a tree.
+// workspace, as a tree. Symlinks are stored as links, never followed.
 func (r *runner) snapshotWorkspace() (*cas.Link, error) {
-	tmp, err := os.MkdirTemp("", "hg-snap-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	dst := filepath.Join(tmp, "ws")
-	if err := os.Mkdir(dst, 0o700); err != nil {
-		return nil, err
-	}
-	if _, err := workspace.Scratch(r.workspace, r.pkg.Permissions, dst); err != nil {
-		return nil, err
-	}
-	c, err := cas.PutTree(r.ctx, r.st, dst, &cas.TreeOptions{Skipped: func(string, os.FileMode) {}})
+	set := r.pkg.Permissions
+	c, err := cas.PutTree(r.ctx, r.st, r.workspace, &cas.TreeOptions{
+		Skipped: func(string, os.FileMode) {},
+		Include: func(p string, isDir bool) bool {
+			if isDir {
+				return set.MayMatchUnder(perm.VerbRead, p)
+			}
+			return set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: p}).Allowed
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
