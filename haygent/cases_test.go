@@ -42,6 +42,7 @@ type fixtureCase struct {
 		MissingFiles      []string          `json:"missing_files"`
 		AbsentInStore     []string          `json:"absent_in_store"`
 		ListenerUntouched bool              `json:"listener_untouched"`
+		ReportContains    []string          `json:"report_contains"`
 	} `json:"expect"`
 }
 
@@ -194,6 +195,11 @@ func runCase(t *testing.T, file string) {
 	}
 	if len(c.Expect.AbsentInStore) > 0 {
 		grepStore(t, st, c.Expect.AbsentInStore)
+	}
+	for _, want := range c.Expect.ReportContains {
+		if !strings.Contains(report.String(), want) {
+			t.Errorf("the report does not show %q", want)
+		}
 	}
 	if c.Expect.ListenerUntouched && accepted.Load() != 0 {
 		t.Errorf("the listener accepted %d connections under network:none", accepted.Load())

@@ -48,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"readlink":  cmdReadlink,
 			"unhex":     cmdUnhex,
 			"dagcbor":   cmdDagCBOR,
+			"grepstore": cmdGrepStore,
 		},
 	})
 }
@@ -189,6 +190,33 @@ func cmdDagCBOR(ts *testscript.TestScript, neg bool, args []string) {
 	data, err := cas.EncodeNode(n)
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), data, 0o644))
+}
+
+// grepstore STRING: no file of the store (database, packs, keys) may hold
+// STRING.
+func cmdGrepStore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: grepstore STRING")
+	}
+	n := 0
+	err := filepath.WalkDir(storeDir(ts), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		if bytes.Contains(data, []byte(args[0])) {
+			ts.Fatalf("%s holds %q", p, args[0])
+		}
+		return nil
+	})
+	ts.Check(err)
+	if n == 0 {
+		ts.Fatalf("no store files under %s", storeDir(ts))
+	}
 }
 
 // TestDagPutVectors stores every IPLD codec fixture's DAG-JSON with
