@@ -468,7 +468,6 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		"GOCACHE":    filepath.Join(cache, "gocache"),
 		"GOMODCACHE": filepath.Join(cache, "gomod"),
 		"GOPATH":     filepath.Join(cache, "gopath"),
-		"GOFLAGS":    "-mod=mod",
 	})
 	for _, d := range []string{env["HOME"], env["TMPDIR"]} {
 		os.MkdirAll(d, 0o700)

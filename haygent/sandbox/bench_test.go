@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"testing"
 )
@@ -40,7 +41,9 @@ func BenchmarkExecTrueCaptured(b *testing.B) {
 
 // BenchmarkRunTrue runs `true` through Run, on the host network and in a
 // network namespace, so that Run's overhead over BenchmarkExecTrue can be
-// read.
+// read. "netns" uses the mode Available picked; "netns-only", run as
+// root, forces a network namespace without a user namespace, to show what
+// the user namespace costs.
 func BenchmarkRunTrue(b *testing.B) {
 	if _, err := resolve("true", nil, "/"); err != nil {
 		b.Skip("no true program:", err)
@@ -48,10 +51,18 @@ func BenchmarkRunTrue(b *testing.B) {
 	for _, c := range []struct {
 		name      string
 		noNetwork bool
-	}{{"host", false}, {"netns", true}} {
+		force     nsMode
+	}{{"host", false, nsNone}, {"netns", true, nsNone}, {"netns-only", true, nsNet}} {
 		b.Run(c.name, func(b *testing.B) {
 			if ok, reason := Available(); c.noNetwork && !ok {
 				b.Skip("no network namespaces:", reason)
+			}
+			if c.force != nsNone {
+				if os.Geteuid() != 0 {
+					b.Skip("needs root")
+				}
+				defer func(f func() (nsMode, string)) { netnsMode = f }(netnsMode)
+				netnsMode = func() (nsMode, string) { return c.force, "" }
 			}
 			s := Spec{Argv: []string{"true"}, Dir: b.TempDir(), NoNetwork: c.noNetwork}
 			for b.Loop() {

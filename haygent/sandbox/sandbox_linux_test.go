@@ -297,6 +297,16 @@ func TestNoNetwork(t *testing.T) {
 		t.Errorf("Isolation %q, Limitations %q", res.Isolation, res.Limitations)
 	}
 	t.Logf("mode %v; child said %s", probe.mode, bytes.TrimSpace(res.Stderr))
+
+	// The fallback for root where user namespaces are not allowed.
+	if os.Geteuid() == 0 {
+		defer func(f func() (nsMode, string)) { netnsMode = f }(netnsMode)
+		netnsMode = func() (nsMode, string) { return nsNet, "" }
+		res := run(t, s)
+		if res.ExitCode != 3 || !slices.Equal(res.Isolation[len(res.Isolation)-1:], []string{"netns"}) {
+			t.Errorf("network namespace only: exit %d, Isolation %q, stderr %q", res.ExitCode, res.Isolation, res.Stderr)
+		}
+	}
 }
 
 func TestNoNetworkCannotReenterHost(t *testing.T) {
