@@ -97,7 +97,8 @@ func Run(ctx context.Context, pkg *Package, input map[string]any, opts Options) 
 
 // runner is one invocation in progress: the ledger and the state.
 type runner struct {
-	ctx  context.Context
+	ctx  context.Context // for the store: the ledger is written even after the run's time is up
+	work context.Context // for steps and slots: ends at the run's time limit
 	pkg  *Package
 	opts Options
 	st   cas.Store
@@ -195,7 +196,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	runTimeout, _ := time.ParseDuration(r.pkg.Manifest.Timeouts.Run)
 	ctx, cancel := context.WithTimeout(r.ctx, runTimeout)
 	defer cancel()
-	r.ctx = ctx
+	r.work = ctx
 
 	r.state = map[string]any{
 		"input":      cloneValue(input),
@@ -300,7 +301,7 @@ func (r *runner) restartPoint() string {
 // walk runs the spine from step index from.
 func (r *runner) walk(from int) (*Halt, error) {
 	for _, s := range r.pkg.Spine.Steps[from:] {
-		if err := r.ctx.Err(); err != nil {
+		if err := r.work.Err(); err != nil {
 			return &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached before step " + s.ID, Attempts: r.attempt, RestartPoint: s.ID}, nil
 		}
 		r.opts.Log("step %s (%s)", s.ID, s.Kind)
@@ -490,13 +491,16 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if s.Timeout != "" {
 		timeout, _ = time.ParseDuration(s.Timeout)
 	}
-	res, err := sandbox.Run(r.ctx, sandbox.Spec{
+	res, err := sandbox.Run(r.work, sandbox.Spec{
 		Argv: argv, Dir: work, Env: env, Timeout: timeout,
 		NoNetwork: r.pkg.Permissions.NetworkNone(), AllowUnisolated: r.opts.AllowUnisolated,
 		Secrets: secrets,
 	})
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("step %s: %w", s.ID, err)
+	}
+	if err != nil {
+		res.TimedOut = true // the run's time limit ended the step
 	}
 	for _, l := range res.Limitations {
 		r.limitations = appendOnce(r.limitations, "step "+s.ID+": "+l)
@@ -826,7 +830,7 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 		if r.opts.Adapter == nil {
 			err = errors.New("no adapter configured for slots")
 		} else {
-			raw, err = r.opts.Adapter.Propose(r.ctx, SlotRequest{Slot: name, Prompt: prompt, Projection: proj, Schema: r.pkg.AdjustRaw, Try: try, Errors: errs})
+			raw, err = r.opts.Adapter.Propose(r.work, SlotRequest{Slot: name, Prompt: prompt, Projection: proj, Schema: r.pkg.AdjustRaw, Try: try, Errors: errs})
 		}
 		respLink, perr := r.putRaw(raw)
 		if perr != nil {
