@@ -27,7 +27,7 @@ type GCStats struct {
 // gcDeleteBatch is how many blocks one delete transaction removes.
 const gcDeleteBatch = 10000
 
-// GC removes every block that no pin and no extra root reaches. It marks
+// GC removes every block that no pin, no ref and no extra root reaches. It marks
 // first and refuses to sweep if any reachable block is missing or corrupt
 // (an unreadable link could hide a live block); run fsck then. Deletes go
 // in batches, each atomic, and only ever remove unreachable blocks, so a
@@ -36,14 +36,11 @@ func GC(ctx context.Context, st Store, opts *GCOptions) (GCStats, error) {
 	if opts == nil {
 		opts = &GCOptions{}
 	}
-	pins, err := st.Pins(ctx)
+	roots, err := Roots(ctx, st)
 	if err != nil {
 		return GCStats{}, err
 	}
-	roots := append([]cid.Cid(nil), opts.Roots...)
-	for _, p := range pins {
-		roots = append(roots, p.CID)
-	}
+	roots = append(roots, opts.Roots...)
 	live := make(map[cid.Cid]struct{})
 	err = Walk(ctx, st, roots, &WalkOptions{SkipRawData: true}, func(c cid.Cid, _ []byte) error {
 		live[c] = struct{}{}

@@ -51,6 +51,21 @@ type Store interface {
 	// Pins returns every pin, sorted by name.
 	Pins(ctx context.Context) ([]Pin, error)
 
+	// SetRef, GetRef, DeleteRef and Refs keep named CIDs in namespaces
+	// other than the user's pins: run state, the memo cache, belief logs.
+	// A namespace is 1 to 32 lower-case letters; names follow the rules of
+	// pin names. gc keeps everything any ref reaches, as it does for pins.
+	// GetRef and DeleteRef of a missing ref return an error wrapping
+	// [ErrNotFound].
+	SetRef(ctx context.Context, ns, name string, c cid.Cid) error
+	GetRef(ctx context.Context, ns, name string) (cid.Cid, error)
+	DeleteRef(ctx context.Context, ns, name string) error
+	Refs(ctx context.Context, ns string) ([]Pin, error)
+
+	// RefNamespaces returns the namespaces that hold at least one ref,
+	// sorted.
+	RefNamespaces(ctx context.Context) ([]string, error)
+
 	// Close releases the store. Using it afterwards is an error.
 	Close() error
 }
@@ -59,6 +74,44 @@ type Store interface {
 type Pin struct {
 	Name string  `json:"name"`
 	CID  cid.Cid `json:"cid"`
+}
+
+var refNamespace = regexp.MustCompile(`^[a-z]{1,32}$`)
+
+// CheckRefNamespace returns an error wrapping [ErrInvalid] unless ns is a
+// valid ref namespace: 1 to 32 lower-case letters.
+func CheckRefNamespace(ns string) error {
+	if !refNamespace.MatchString(ns) {
+		return fmt.Errorf("ref namespace %q: use 1-32 lower-case letters: %w", ns, ErrInvalid)
+	}
+	return nil
+}
+
+// Roots returns the CIDs of every pin and every ref in every namespace:
+// what gc keeps.
+func Roots(ctx context.Context, st Store) ([]cid.Cid, error) {
+	pins, err := st.Pins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []cid.Cid
+	for _, p := range pins {
+		out = append(out, p.CID)
+	}
+	nss, err := st.RefNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range nss {
+		refs, err := st.Refs(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range refs {
+			out = append(out, r.CID)
+		}
+	}
+	return out, nil
 }
 
 var pinName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/@+-]{0,254}$`)

@@ -82,6 +82,7 @@ const (
 var (
 	bucketBlocks = []byte("blocks")
 	bucketPins   = []byte("pins")
+	bucketRefs   = []byte("refs") // one nested bucket per namespace
 	bucketMeta   = []byte("meta")
 	keyVersion   = []byte("version")
 )
@@ -199,7 +200,7 @@ func initDB(path string) error {
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketMeta, bucketPacks} {
+		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketMeta, bucketPacks, bucketRefs} {
 			if _, err := tx.CreateBucket(name); err != nil {
 				return err
 			}
@@ -290,7 +291,7 @@ func checkLayout(db *bolt.DB) error {
 		if string(v) != formatVersion {
 			return fmt.Errorf("%s has store format version %q; this hg reads only version %s", db.Path(), v, formatVersion)
 		}
-		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketPacks} {
+		for _, name := range [][]byte{bucketBlocks, bucketPins, bucketPacks, bucketRefs} {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("%s is damaged: it has no %q bucket", db.Path(), name)
 			}
@@ -751,6 +752,124 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 		out = []cas.Pin{}
 	}
 	return out, nil
+}
+
+// SetRef makes ns/name point at c, in one synced transaction.
+func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
+	if err := checkRef(ns, name); err != nil {
+		return err
+	}
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketRefs).CreateBucketIfNotExists([]byte(ns))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), c.Bytes())
+	})
+}
+
+// GetRef returns the CID ns/name points at.
+func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return cid.Undef, err
+	}
+	defer end()
+	var c cid.Cid
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRefs).Bucket([]byte(ns))
+		var v []byte
+		if b != nil {
+			v = b.Get([]byte(name))
+		}
+		if v == nil {
+			return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+		}
+		var err error
+		c, err = cas.CastCID(v)
+		return err
+	})
+	return c, err
+}
+
+// DeleteRef removes ns/name.
+func (s *Store) DeleteRef(ctx context.Context, ns, name string) error {
+	end, err := s.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		refs := tx.Bucket(bucketRefs)
+		b := refs.Bucket([]byte(ns))
+		if b == nil || b.Get([]byte(name)) == nil {
+			return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+		}
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		if k, _ := b.Cursor().First(); k == nil {
+			return refs.DeleteBucket([]byte(ns))
+		}
+		return nil
+	})
+}
+
+// Refs returns the refs of ns, sorted by name.
+func (s *Store) Refs(ctx context.Context, ns string) ([]cas.Pin, error) {
+	if err := cas.CheckRefNamespace(ns); err != nil {
+		return nil, err
+	}
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	out := []cas.Pin{}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRefs).Bucket([]byte(ns))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			c, err := cas.CastCID(v)
+			if err != nil {
+				return fmt.Errorf("store %s: ref %s/%s: %w", s.dir, ns, k, err)
+			}
+			out = append(out, cas.Pin{Name: string(k), CID: c})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// RefNamespaces returns the namespaces holding refs, sorted.
+func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	out := []string{}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRefs).ForEachBucket(func(k []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+func checkRef(ns, name string) error {
+	if err := cas.CheckRefNamespace(ns); err != nil {
+		return err
+	}
+	return cas.CheckPinName(name)
 }
 
 // Close waits for the calls in progress, removes the holder file if this

@@ -20,6 +20,7 @@ type Store struct {
 	mu     sync.RWMutex
 	blocks map[cid.Cid][]byte
 	pins   map[string]cid.Cid
+	refs   map[string]map[string]cid.Cid // namespace -> name -> CID
 	closed bool
 }
 
@@ -27,7 +28,7 @@ var errClosed = errors.New("memstore: store is closed")
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{blocks: make(map[cid.Cid][]byte), pins: make(map[string]cid.Cid)}
+	return &Store{blocks: make(map[cid.Cid][]byte), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
 }
 
 var _ cas.Store = (*Store)(nil)
@@ -197,6 +198,94 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 	return out, nil
 }
 
+// SetRef implements [cas.Store].
+func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
+	if err := checkRef(ns, name); err != nil {
+		return err
+	}
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if s.refs[ns] == nil {
+		s.refs[ns] = map[string]cid.Cid{}
+	}
+	s.refs[ns][name] = c
+	return nil
+}
+
+// GetRef implements [cas.Store].
+func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return cid.Undef, err
+	}
+	defer unlock()
+	c, ok := s.refs[ns][name]
+	if !ok {
+		return cid.Undef, fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+	}
+	return c, nil
+}
+
+// DeleteRef implements [cas.Store].
+func (s *Store) DeleteRef(ctx context.Context, ns, name string) error {
+	unlock, err := s.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, ok := s.refs[ns][name]; !ok {
+		return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+	}
+	delete(s.refs[ns], name)
+	if len(s.refs[ns]) == 0 {
+		delete(s.refs, ns)
+	}
+	return nil
+}
+
+// Refs implements [cas.Store].
+func (s *Store) Refs(ctx context.Context, ns string) ([]cas.Pin, error) {
+	if err := cas.CheckRefNamespace(ns); err != nil {
+		return nil, err
+	}
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := make([]cas.Pin, 0, len(s.refs[ns]))
+	for n, c := range s.refs[ns] {
+		out = append(out, cas.Pin{Name: n, CID: c})
+	}
+	slices.SortFunc(out, func(a, b cas.Pin) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// RefNamespaces implements [cas.Store].
+func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := make([]string, 0, len(s.refs))
+	for ns := range s.refs {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func checkRef(ns, name string) error {
+	if err := cas.CheckRefNamespace(ns); err != nil {
+		return err
+	}
+	return cas.CheckPinName(name)
+}
+
 // Close implements [cas.Store].
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -205,7 +294,7 @@ func (s *Store) Close() error {
 		return errClosed
 	}
 	s.closed = true
-	s.blocks, s.pins = nil, nil
+	s.blocks, s.pins, s.refs = nil, nil, nil
 	return nil
 }
 

@@ -66,6 +66,7 @@ func RunWithOptions(t *testing.T, open func(t *testing.T) cas.Store, opts Option
 		{"AllKeysCancelled", s.testAllKeysCancelled},
 		{"Pins", s.testPins},
 		{"PinNames", s.testPinNames},
+		{"Refs", s.testRefs},
 		{"UseAfterClose", s.testUseAfterClose},
 		{"Concurrent", s.testConcurrent},
 		{"Corrupt", s.testCorrupt},
@@ -523,6 +524,61 @@ func (s *suite) testAllKeysCancelled(t *testing.T) {
 	checkCancelled(t, "AllKeys cancelled during the scan", err)
 	if calls != 2 {
 		t.Errorf("AllKeys called fn %d times; want it to stop after the 2nd cancelled the context", calls)
+	}
+}
+
+func (s *suite) testRefs(t *testing.T) {
+	st := s.store(t)
+	ctx := context.Background()
+	a, b := rawBlock("ref-a", 10), cborBlock("ref-b")
+	put(t, st, a, b)
+	if nss, err := st.RefNamespaces(ctx); err != nil || len(nss) != 0 {
+		t.Fatalf("RefNamespaces of an empty store = %v, %v", nss, err)
+	}
+	for _, r := range []struct{ ns, name string }{{"runs", "r2"}, {"runs", "r1"}, {"memo", "k/1"}} {
+		if err := st.SetRef(ctx, r.ns, r.name, a.CID()); err != nil {
+			t.Fatalf("SetRef(%s, %s): %v", r.ns, r.name, err)
+		}
+	}
+	if err := st.SetRef(ctx, "runs", "r1", b.CID()); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.GetRef(ctx, "runs", "r1"); err != nil || c != b.CID() {
+		t.Errorf("GetRef(runs, r1) = %v, %v; want %v (SetRef replaces)", c, err, b.CID())
+	}
+	refs, err := st.Refs(ctx, "runs")
+	if err != nil || len(refs) != 2 || refs[0].Name != "r1" || refs[1].Name != "r2" {
+		t.Errorf("Refs(runs) = %v, %v; want r1, r2", refs, err)
+	}
+	if nss, err := st.RefNamespaces(ctx); err != nil || !slices.Equal(nss, []string{"memo", "runs"}) {
+		t.Errorf("RefNamespaces = %v, %v; want [memo runs]", nss, err)
+	}
+	// Refs and pins do not mix.
+	if pins, _ := st.Pins(ctx); len(pins) != 0 {
+		t.Errorf("Pins = %v; refs must not show as pins", pins)
+	}
+	if _, err := st.GetRef(ctx, "runs", "nope"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("GetRef of a missing ref = %v, want ErrNotFound", err)
+	}
+	if _, err := st.GetRef(ctx, "none", "r1"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("GetRef in a missing namespace = %v, want ErrNotFound", err)
+	}
+	if err := st.DeleteRef(ctx, "memo", "k/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteRef(ctx, "memo", "k/1"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("second DeleteRef = %v, want ErrNotFound", err)
+	}
+	if nss, _ := st.RefNamespaces(ctx); !slices.Equal(nss, []string{"runs"}) {
+		t.Errorf("RefNamespaces after emptying memo = %v, want [runs]", nss)
+	}
+	for _, bad := range []struct{ ns, name string }{{"Runs", "x"}, {"", "x"}, {"ru-ns", "x"}, {"runs", "../x"}, {"runs", ""}} {
+		if err := st.SetRef(ctx, bad.ns, bad.name, a.CID()); !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("SetRef(%q, %q) = %v, want ErrInvalid", bad.ns, bad.name, err)
+		}
+	}
+	if roots, err := cas.Roots(ctx, st); err != nil || len(roots) != 2 {
+		t.Errorf("Roots = %v, %v; want the two runs refs", roots, err)
 	}
 }
 
