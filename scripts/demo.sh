@@ -36,3 +36,9 @@ step "what a stored file looks like (hg dag get)"
 echo "hello, store" > note.txt
 c=$("$hg" put note.txt)
 "$hg" dag get "$c"
+
+step "a Haygent proves an artifact round-trips through the store (hg haygent run)"
+mkdir ws
+head -c 3000000 /dev/urandom > ws/data.bin
+"$hg" haygent run "$src/fixtures/haygents/roundtrip" --workspace ws --pin demo-run
+"$hg" report demo-run
