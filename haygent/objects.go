@@ -18,9 +18,10 @@ const (
 // validated by a contract where one applies. Payload holds data-model
 // values only (see [cas.EncodeNode]).
 type Packet struct {
-	Type    string         `cbor:"type"`
-	Schema  string         `cbor:"schema,omitempty"` // the contract it was validated against, if any
-	Payload map[string]any `cbor:"payload"`
+	Type     string         `cbor:"type"`
+	Schema   string         `cbor:"schema,omitempty"` // the contract it was validated against, if any
+	Payload  map[string]any `cbor:"payload"`
+	Upstream []cas.Link     `cbor:"upstream,omitempty"` // accepted receipts the payload was built from
 }
 
 // Coverage says what a piece of evidence establishes and what it does not.

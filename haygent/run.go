@@ -58,6 +58,12 @@ type Options struct {
 	Replay string
 	// Log, if set, is told of each step as it starts and ends.
 	Log func(format string, args ...any)
+	// Upstream lists the accepted receipts the input was built from (in a
+	// Work Order); they are recorded in the input packet.
+	Upstream []cid.Cid
+	// CheckUpstream, if set, re-checks each upstream receipt before the
+	// first step; an error halts the run before anything executes.
+	CheckUpstream func(ctx context.Context, receipt cid.Cid) error
 }
 
 // Result is what an invocation produced.
@@ -163,7 +169,11 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
-	in, err := r.packet(input, InputSchema)
+	inPacket := &Packet{Type: TypePacket, Schema: InputSchema, Payload: toDataModel(input).(map[string]any)}
+	for _, u := range r.opts.Upstream {
+		inPacket.Upstream = append(inPacket.Upstream, cas.Link{Cid: u})
+	}
+	in, err := r.put(inPacket)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +213,17 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 		"adjustable": adjustableDefaults(r.pkg.AdjustRaw),
 		"steps":      map[string]any{},
 		"output":     map[string]any{},
+	}
+	if r.opts.CheckUpstream != nil {
+		for _, u := range r.opts.Upstream {
+			if err := r.opts.CheckUpstream(r.work, u); err != nil {
+				halt := &Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
+				if err := r.record(stepRecord{step: Step{ID: "upstream"}, kind: "upstream", input: cloneValue(r.state).(map[string]any), started: r.now(), status: "halted", note: halt.Reason}); err != nil {
+					return nil, err
+				}
+				return r.finish(halt, nil, wsLink)
+			}
+		}
 	}
 	halt, results, err := r.loop()
 	if err != nil {
