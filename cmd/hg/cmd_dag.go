@@ -10,7 +10,7 @@ import (
 )
 
 func newDagCmd(g *globals) *cobra.Command {
-	return groupCmd("dag", "read and write structured blocks as DAG-JSON", newDagGetCmd(g), newDagPutCmd(g))
+	return groupCmd("dag", "read and write structured blocks as DAG-JSON; draw Work Orders", newDagGetCmd(g), newDagPutCmd(g), newDagDotCmd(g))
 }
 
 func newDagGetCmd(g *globals) *cobra.Command {

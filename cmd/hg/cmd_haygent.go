@@ -288,8 +288,8 @@ func newKeyCmd(g *globals) *cobra.Command {
 func newReportCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "report RECEIPT [--json]",
-		Short: "the report of a run, rendered from its ledger only",
+		Use:   "report RUN|RECEIPT [--json]",
+		Short: "the report of a run or an invocation, rendered from the ledger only",
 		Args:  exactArgs(1, "one RECEIPT CID or pin"),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			st, err := g.openStore(true, commandLine(g.args))
@@ -298,6 +298,12 @@ func newReportCmd(g *globals) *cobra.Command {
 			}
 			defer closeStore(st, &err)
 			ctx := cmd.Context()
+			if isRunID(args[0]) {
+				if asJSON {
+					return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
+				}
+				return runReport(ctx, g, st, args[0])
+			}
 			c, err := resolve(ctx, st, args[0])
 			if err != nil {
 				return err

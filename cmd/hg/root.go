@@ -78,6 +78,9 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newHaygentCmd(g),
 		newReportCmd(g),
 		newKeyCmd(g),
+		newRunCmd(g),
+		newResumeCmd(g),
+		newStatusCmd(g),
 	)
 	return root
 }

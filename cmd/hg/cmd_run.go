@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+	"github.com/spf13/cobra"
+)
+
+// opener opens the store for one short transaction at a time, so that
+// other hg commands can use it while a run is in progress.
+type opener struct{ g *globals }
+
+func (o opener) Open(ctx context.Context, readOnly bool) (cas.Store, error) {
+	return o.g.openStore(readOnly, commandLine(o.g.args))
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		jobs                    int
+		noCache, dryRun, asJSON bool
+		adapterSpec, model      string
+	)
+	cmd := &cobra.Command{
+		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--json]",
+		Short: "run a Work Order: a DAG of Haygents that advances only on accepted receipts",
+		Long: `Validate the Work Order (unknown Haygents, unknown needs, cycles, pointers
+into fields an upstream output contract lacks) and run it: each node is
+invoked once its needs are done, with its input built from their accepted
+receipts; each receipt is verified by the scheduler before the node counts as
+done; a HALT blocks what is downstream of it while independent branches go
+on. Prints the run id first and the outcome last. Exit 0 when the outcome
+holds, 3 when it does not (the blocking receipts named), 1 for an invalid
+Work Order (nothing runs).`,
+		Args: exactArgs(1, "one WORKORDER.json"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := scheduler.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				for i, wave := range plan.WorkOrder.Waves() {
+					g.ui.printf("wave %d: %s\n", i+1, strings.Join(wave, " "))
+				}
+				return nil
+			}
+			return runPlan(cmd.Context(), g, plan, "", jobs, noCache, asJSON, adapterSpec, model)
+		},
+	}
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
+	cmd.Flags().BoolVar(&noCache, "no-cache", false, "run every node, even when an accepted receipt for the same work exists")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the plan in waves; run nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
+	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
+	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	return cmd
+}
+
+func newResumeCmd(g *globals) *cobra.Command {
+	var (
+		jobs               int
+		noCache, asJSON    bool
+		adapterSpec, model string
+	)
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "finish a run that stopped; accepted nodes never run again",
+		Args:  exactArgs(1, "one RUN id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			plan, _, cleanup, err := scheduler.PlanFromStore(cmd.Context(), st, args[0])
+			st.Close()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return runPlan(cmd.Context(), g, plan, args[0], jobs, noCache, asJSON, adapterSpec, model)
+		},
+	}
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
+	cmd.Flags().BoolVar(&noCache, "no-cache", false, "bypass the memo cache")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
+	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
+	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	return cmd
+}
+
+func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, jobs int, noCache, asJSON bool, adapterSpec, model string) error {
+	adapter, err := newAdapter(adapterSpec, model)
+	if err != nil {
+		return err
+	}
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return err
+	}
+	key, err := runnerKey(g, dir)
+	if err != nil {
+		return err
+	}
+	total := len(plan.WorkOrder.Order)
+	done := 0
+	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter}
+	tty := g.ui.stderrIsTerminal()
+	opts.Events = func(ev scheduler.Event) {
+		if ev.State == dag.Done {
+			done++
+		}
+		switch {
+		case asJSON:
+			_ = g.ui.printJSON(ev)
+		case tty:
+			memo := ""
+			if ev.Memo {
+				memo = " (cached)"
+			}
+			fmt.Fprintf(g.ui.stderr, "hg: [%d/%d] %s %s%s\n", done, total, ev.Node, ev.State, memo)
+		}
+	}
+	s := scheduler.New(opts)
+	if run == "" {
+		if run, err = s.Start(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		_ = g.ui.printJSON(map[string]any{"run": run, "event": "started"})
+	} else {
+		g.ui.printf("run %s\n", run)
+	}
+	rec, err := s.Execute(ctx, plan, run)
+	if err != nil {
+		return err
+	}
+	var blocking []string
+	for _, n := range rec.Nodes {
+		if n.State == dag.Failed && n.Receipt != nil {
+			blocking = append(blocking, n.Name+" "+n.Receipt.String())
+		}
+	}
+	if asJSON {
+		_ = g.ui.printJSON(map[string]any{"run": run, "event": "finished", "status": rec.Status, "reason": rec.Reason, "blocking": blocking})
+	} else {
+		g.ui.printf("%s: %s\n", rec.Status, rec.Reason)
+		for _, b := range blocking {
+			g.ui.printf("  halted %s\n", b)
+		}
+	}
+	switch rec.Status {
+	case scheduler.StatusDone:
+		return nil
+	case scheduler.StatusCancelled:
+		return fmt.Errorf("run %s cancelled", run)
+	}
+	return haltError{fmt.Sprintf("run %s did not reach its outcome: %s", run, rec.Reason)}
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status RUN",
+		Short: "every node's state, attempts and receipt",
+		Args:  exactArgs(1, "one RUN id"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type nodeJSON struct {
+					Name     string `json:"name"`
+					State    string `json:"state"`
+					Attempts int64  `json:"attempts"`
+					Memo     bool   `json:"memo"`
+					Receipt  string `json:"receipt,omitempty"`
+					Reason   string `json:"reason,omitempty"`
+				}
+				var nodes []nodeJSON
+				for _, n := range rec.Nodes {
+					nj := nodeJSON{Name: n.Name, State: n.State, Attempts: n.Attempts, Memo: n.Memo, Reason: n.Reason}
+					if n.Receipt != nil {
+						nj.Receipt = n.Receipt.String()
+					}
+					nodes = append(nodes, nj)
+				}
+				return g.ui.printJSON(map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes})
+			}
+			g.ui.printf("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
+			if rec.Reason != "" {
+				g.ui.printf("  %s\n", rec.Reason)
+			}
+			tw := tabwriter.NewWriter(g.ui.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tRECEIPT\tNOTE")
+			for _, n := range rec.Nodes {
+				receipt := "-"
+				if n.Receipt != nil {
+					receipt = n.Receipt.String()
+				}
+				note := n.Reason
+				if n.Memo {
+					note = "cached"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newDagDotCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "dot WORKORDER.json|RUN",
+		Short: "print a Work Order or a run as Graphviz, nodes coloured by state",
+		Args:  exactArgs(1, "a WORKORDER.json or a RUN id"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if _, statErr := os.Stat(args[0]); statErr == nil {
+				plan, err := scheduler.Load(args[0])
+				if err != nil {
+					return err
+				}
+				g.ui.printf("%s", plan.WorkOrder.Dot(nil))
+				return nil
+			}
+			st, err := g.openStore(true, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			var obj dag.Object
+			if err := st.View(cmd.Context(), rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+				return err
+			}
+			wo, err := dag.FromObject(obj)
+			if err != nil {
+				return err
+			}
+			states := map[string]string{}
+			for _, n := range rec.Nodes {
+				states[n.Name] = n.State
+			}
+			g.ui.printf("%s", wo.Dot(states))
+			return nil
+		},
+	}
+}
+
+// runReport renders the run-level report: the record and each node's
+// receipt, from the ledger.
+func runReport(ctx context.Context, g *globals, st cas.Store, run string) error {
+	rec, _, err := scheduler.LoadRecord(ctx, st, run)
+	if err != nil {
+		return err
+	}
+	g.ui.printf("run        %s\n", rec.Run)
+	g.ui.printf("workorder  %s  (%s)\n", rec.Name, rec.WorkOrder)
+	g.ui.printf("objective  %s\n", rec.Objective)
+	g.ui.printf("status     %s: %s\n", rec.Status, rec.Reason)
+	g.ui.printf("started    %s, updated %s\n\n", rec.Started, rec.Updated)
+	for _, n := range rec.Nodes {
+		line := fmt.Sprintf("  %-14s %-10s", n.Name, n.State)
+		if n.Receipt != nil {
+			r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" %s %s  receipt %s", r.Haygent, r.Status, n.Receipt)
+			if r.Halt != nil {
+				line += fmt.Sprintf("\n  %14s %s %s: %s", "", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason)
+			}
+		}
+		if n.Memo {
+			line += "  (reused from the memo cache)"
+		}
+		if n.State == dag.Blocked && n.BlockedBy != nil {
+			line += "  blocked by " + n.BlockedBy.String()
+		}
+		g.ui.printf("%s\n", line)
+	}
+	return nil
+}
+
+// isRunID reports whether s names a run rather than a CID.
+func isRunID(s string) bool {
+	_, err := cid.Decode(s)
+	return err != nil && strings.HasPrefix(s, "run-")
+}

@@ -1,0 +1,549 @@
+package dag
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
+)
+
+// MaxDepth bounds the nesting of arrays and objects in a Work Order file,
+// so that every input stays within DAG-CBOR's nesting limit once stored.
+const MaxDepth = 256
+
+// ErrInvalid is wrapped by every error about a Work Order's contents.
+var ErrInvalid = errors.New("invalid Work Order")
+
+// FieldError is one problem with a Work Order. Node is the node it
+// concerns, empty for the document itself. Field is the path of the value
+// at fault, as JSON Pointer segments without the leading slash, relative to
+// the node object, or to the document when Node is empty: "needs",
+// "input/tree", "outcome/require". It is empty when the problem concerns
+// the node as a whole or the document's syntax.
+type FieldError struct {
+	Node, Field, Msg string
+}
+
+// Error returns `node "N": field "F": MSG`, leaving out the parts that are
+// empty.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.Node != "" {
+		fmt.Fprintf(&b, "node %q: ", e.Node)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap returns [ErrInvalid].
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Problems lists the [*FieldError] values inside err, which may be one
+// FieldError or an [errors.Join] of them, in order. It returns nil for nil.
+func Problems(err error) []*FieldError {
+	if err == nil {
+		return nil
+	}
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if fe := (*FieldError)(nil); errors.As(err, &fe) {
+			out = append(out, fe)
+		}
+	}
+	walk(err)
+	return out
+}
+
+// WorkOrder is a parsed Work Order. Parse fills it; nothing in this
+// package changes it afterwards.
+type WorkOrder struct {
+	Name      string           // "workorder"
+	Objective string           // "objective"
+	Order     []string         // node names, in the order written
+	Nodes     map[string]*Node // by name
+	Require   []string         // "outcome"."require", as written
+}
+
+// Node is one node of a Work Order.
+type Node struct {
+	Name string
+	// Haygent is the package path as written: slash-separated, relative to
+	// the directory of the Work Order file. In a Work Order made by
+	// [FromObject] it is the package's CID instead.
+	Haygent string
+	// Needs lists the nodes this one waits for, as written.
+	Needs []string
+	// Input is the input document in the data model (see [cas.DecodeJSON]),
+	// references included as {"from", "pointer"} maps. Never nil.
+	Input map[string]any
+}
+
+// Ref is a reference in a node's input: the value at Pointer in the output
+// document of node From.
+type Ref struct {
+	At      string // JSON Pointer to the reference within the input, e.g. "/tree"
+	From    string // upstream node
+	Pointer string // JSON Pointer into From's output document
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidName reports whether s can name a node or a Work Order:
+// [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+const nameRule = "want a letter or digit, then up to 63 letters, digits, '_', '.' or '-'"
+
+// Parse decodes a Work Order strictly (see the package documentation for
+// the format). It checks the file's syntax and shape only: names, types,
+// required keys, unknown and duplicate keys, the form of references. What
+// concerns the graph and the Haygents is [WorkOrder.Validate]'s job. The
+// error is one [*FieldError], or several joined with [errors.Join]; all
+// wrap [ErrInvalid].
+func Parse(data []byte) (*WorkOrder, error) {
+	if !utf8.Valid(data) {
+		return nil, &FieldError{Msg: "not valid UTF-8"}
+	}
+	order, err := scan(data)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if kindOf(data) != kindObject || json.Unmarshal(data, &top) != nil {
+		return nil, &FieldError{Msg: "a Work Order must be a JSON object"}
+	}
+	p := &parser{}
+	w := &WorkOrder{Nodes: map[string]*Node{}}
+	p.unknown("", top, "workorder", "objective", "nodes", "outcome")
+
+	if raw, ok := top["workorder"]; !ok {
+		p.add("", "workorder", "required")
+	} else if s, ok := p.str("", "workorder", raw); ok {
+		if !ValidName(s) {
+			p.add("", "workorder", "name %q: %s", s, nameRule)
+		}
+		w.Name = s
+	}
+	if raw, ok := top["objective"]; !ok {
+		p.add("", "objective", "required")
+	} else if s, ok := p.str("", "objective", raw); ok {
+		if strings.TrimSpace(s) == "" {
+			p.add("", "objective", "must not be empty")
+		}
+		w.Objective = s
+	}
+	if raw, ok := top["nodes"]; !ok {
+		p.add("", "nodes", "required")
+	} else if nodes, ok := p.object("", "nodes", raw); ok {
+		for _, name := range order {
+			if n := p.node(name, nodes[name]); n != nil {
+				w.Order = append(w.Order, name)
+				w.Nodes[name] = n
+			}
+		}
+	}
+	if raw, ok := top["outcome"]; ok {
+		if out, ok := p.object("", "outcome", raw); ok {
+			p.unknown("outcome/", out, "require")
+			if raw, ok := out["require"]; ok {
+				if req, ok := p.strs("", "outcome/require", raw); ok {
+					w.Require = req
+				}
+			}
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return w, nil
+}
+
+type parser struct{ errs []error }
+
+func (p *parser) add(node, field, format string, args ...any) {
+	p.errs = append(p.errs, &FieldError{Node: node, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// unknown reports keys of m outside allowed, in sorted order. prefix is
+// put before each key to make the field path.
+func (p *parser) unknown(prefix string, m map[string]json.RawMessage, allowed ...string) {
+	p.unknownIn("", prefix, m, allowed...)
+}
+
+func (p *parser) unknownIn(node, prefix string, m map[string]json.RawMessage, allowed ...string) {
+	var bad []string
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			bad = append(bad, k)
+		}
+	}
+	slices.Sort(bad)
+	for _, k := range bad {
+		p.add(node, prefix+escapeToken(k), "unknown field")
+	}
+}
+
+type jsonKind int
+
+const (
+	kindOther jsonKind = iota
+	kindObject
+	kindArray
+	kindString
+)
+
+// kindOf tells the kind of the JSON value in raw from its first byte.
+func kindOf(raw []byte) jsonKind {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return kindOther
+	}
+	switch raw[0] {
+	case '{':
+		return kindObject
+	case '[':
+		return kindArray
+	case '"':
+		return kindString
+	}
+	return kindOther
+}
+
+func (p *parser) str(node, field string, raw json.RawMessage) (string, bool) {
+	var s string
+	if kindOf(raw) != kindString || json.Unmarshal(raw, &s) != nil {
+		p.add(node, field, "want a string")
+		return "", false
+	}
+	return s, true
+}
+
+func (p *parser) strs(node, field string, raw json.RawMessage) ([]string, bool) {
+	var s []string
+	if kindOf(raw) != kindArray || json.Unmarshal(raw, &s) != nil {
+		p.add(node, field, "want an array of strings")
+		return nil, false
+	}
+	return s, true
+}
+
+func (p *parser) object(node, field string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if kindOf(raw) != kindObject || json.Unmarshal(raw, &m) != nil {
+		p.add(node, field, "want an object")
+		return nil, false
+	}
+	return m, true
+}
+
+// node parses one node; it returns nil if the node is unusable.
+func (p *parser) node(name string, raw json.RawMessage) *Node {
+	before := len(p.errs)
+	if name == "" {
+		p.add("", "nodes", "empty node name")
+		return nil
+	}
+	if !ValidName(name) {
+		p.add(name, "", "invalid node name: %s", nameRule)
+		return nil
+	}
+	m, ok := p.object(name, "", raw)
+	if !ok {
+		return nil
+	}
+	p.unknownIn(name, "", m, "haygent", "needs", "input")
+	n := &Node{Name: name, Input: map[string]any{}}
+	if raw, ok := m["haygent"]; !ok {
+		p.add(name, "haygent", "required")
+	} else if s, ok := p.str(name, "haygent", raw); ok {
+		if s == "" {
+			p.add(name, "haygent", "must not be empty")
+		}
+		n.Haygent = s
+	}
+	if raw, ok := m["needs"]; ok {
+		if needs, ok := p.strs(name, "needs", raw); ok {
+			n.Needs = needs
+		}
+	}
+	if raw, ok := m["input"]; ok {
+		if kindOf(raw) != kindObject {
+			p.add(name, "input", "want an object")
+		} else if v, err := cas.DecodeJSON(raw); err != nil {
+			p.add(name, "input", "%v", err)
+		} else {
+			n.Input = v.(map[string]any)
+			p.checkInput(name, "input", n.Input)
+		}
+	}
+	if len(p.errs) > before {
+		return nil
+	}
+	return n
+}
+
+// checkInput refuses links and bytes, and references that are not two
+// strings.
+func (p *parser) checkInput(node, field string, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if isRefShape(x) {
+			_, ok1 := x["from"].(string)
+			_, ok2 := x["pointer"].(string)
+			if !ok1 || !ok2 {
+				p.add(node, field, `a reference is {"from": NODE, "pointer": POINTER}, two strings`)
+			}
+			return
+		}
+		for _, k := range sortedKeys(x) {
+			p.checkInput(node, field+"/"+escapeToken(k), x[k])
+		}
+	case []any:
+		for i, e := range x {
+			p.checkInput(node, field+"/"+strconv.Itoa(i), e)
+		}
+	case cid.Cid, []byte:
+		p.add(node, field, "DAG-JSON links and bytes are not allowed in an input")
+	}
+}
+
+func isRefShape(m map[string]any) bool {
+	if len(m) != 2 {
+		return false
+	}
+	_, ok1 := m["from"]
+	_, ok2 := m["pointer"]
+	return ok1 && ok2
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// scan walks every token of data: it refuses invalid JSON, duplicate keys
+// at any depth, nesting deeper than MaxDepth and trailing data, and returns
+// the keys of the top-level "nodes" object in the order written.
+func scan(data []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var order []string
+	var walk func(path []string) error
+	walk = func(path []string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxErr(err)
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		if len(path) >= MaxDepth {
+			return &FieldError{Msg: fmt.Sprintf("nested deeper than %d", MaxDepth)}
+		}
+		switch d {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return syntaxErr(err)
+				}
+				k := kt.(string)
+				if seen[k] {
+					return dupErr(path, k)
+				}
+				seen[k] = true
+				if len(path) == 1 && path[0] == "nodes" {
+					order = append(order, k)
+				}
+				if err := walk(append(path, k)); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(append(path, strconv.Itoa(i))); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return syntaxErr(err)
+		}
+		return nil
+	}
+	if err := walk(nil); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &FieldError{Msg: "invalid JSON: data after the Work Order"}
+	}
+	return order, nil
+}
+
+func syntaxErr(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return &FieldError{Msg: "invalid JSON: " + msg}
+}
+
+// dupErr reports key k appearing twice in the object at path.
+func dupErr(path []string, k string) error {
+	if len(path) == 1 && path[0] == "nodes" {
+		return &FieldError{Node: k, Msg: "duplicate node name"}
+	}
+	node := ""
+	rest := path
+	if len(path) >= 2 && path[0] == "nodes" {
+		node, rest = path[1], path[2:]
+	}
+	segs := make([]string, 0, len(rest)+1)
+	for _, s := range append(slices.Clone(rest), k) {
+		segs = append(segs, escapeToken(s))
+	}
+	return &FieldError{Node: node, Field: strings.Join(segs, "/"), Msg: "duplicate key"}
+}
+
+// Required returns the nodes whose success is the Work Order's success:
+// outcome.require if it names any, else every node, in written order.
+func (w *WorkOrder) Required() []string {
+	if len(w.Require) > 0 {
+		return slices.Clone(w.Require)
+	}
+	return slices.Clone(w.Order)
+}
+
+// Refs returns the references in the node's input, in a fixed order (map
+// keys sorted, array elements in order). It does not check them.
+func (n *Node) Refs() []Ref {
+	var out []Ref
+	var walk func(at string, v any)
+	walk = func(at string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := asRef(x); ok {
+				r.At = at
+				out = append(out, r)
+				return
+			}
+			for _, k := range sortedKeys(x) {
+				walk(at+"/"+escapeToken(k), x[k])
+			}
+		case []any:
+			for i, e := range x {
+				walk(at+"/"+strconv.Itoa(i), e)
+			}
+		}
+	}
+	walk("", n.Input)
+	return out
+}
+
+func asRef(m map[string]any) (Ref, bool) {
+	if !isRefShape(m) {
+		return Ref{}, false
+	}
+	from, ok1 := m["from"].(string)
+	ptr, ok2 := m["pointer"].(string)
+	return Ref{From: from, Pointer: ptr}, ok1 && ok2
+}
+
+// Resolve returns a deep copy of the node's input in which every reference
+// is replaced by value(from, pointer), typically
+// [Lookup](outputs[from], pointer) over the accepted output documents of
+// the node's needs. The first error value returns stops it, wrapped with
+// the reference's place in the input.
+func (n *Node) Resolve(value func(from, pointer string) (any, error)) (map[string]any, error) {
+	var walk func(at string, v any) (any, error)
+	walk = func(at string, v any) (any, error) {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := asRef(x); ok {
+				got, err := value(r.From, r.Pointer)
+				if err != nil {
+					return nil, fmt.Errorf("node %q: input%s: %w", n.Name, at, err)
+				}
+				return got, nil
+			}
+			out := make(map[string]any, len(x))
+			for _, k := range sortedKeys(x) {
+				e, err := walk(at+"/"+escapeToken(k), x[k])
+				if err != nil {
+					return nil, err
+				}
+				out[k] = e
+			}
+			return out, nil
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				v, err := walk(at+"/"+strconv.Itoa(i), e)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = v
+			}
+			return out, nil
+		default:
+			return cloneValue(v), nil
+		}
+	}
+	v, err := walk("", n.Input)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+// cloneValue deep-copies a data-model value (maps, arrays and byte slices;
+// everything else is immutable).
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case []byte:
+		return slices.Clone(x)
+	default:
+		return v
+	}
+}

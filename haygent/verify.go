@@ -1,0 +1,1186 @@
+package haygent
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/gate"
+	"github.com/ipfs/go-cid"
+)
+
+// Names of the checks [VerifyReceipt] makes, in the order they appear in a
+// [Verification]. Gate checks are named "gate ID" for the final gate
+// evaluation and "gate ID (seq N)" for an earlier one.
+const (
+	CheckBlocks       = "block hashes"
+	CheckCanonical    = "canonical form"
+	CheckChain        = "transition chain"
+	CheckIndex        = "receipt index"
+	CheckSignature    = "signature"
+	CheckTrust        = "trusted signer"
+	CheckPackageGates = "package gates"
+	CheckGatePrefix   = "gate "
+	CheckStatus       = "status"
+)
+
+// Check is one line of a verification table.
+type Check struct {
+	Name   string // one of the Check* names, or "gate ID"
+	OK     bool
+	Detail string // for a failure: what is broken, naming the block CID or transition seq
+}
+
+// Verification is the result of verifying one receipt: one [Check] per line,
+// every check made even after an earlier one failed, so the table is
+// complete.
+type Verification struct {
+	Receipt     cid.Cid
+	Run         string // the receipt's run, if it could be read
+	Status      string // the receipt's status, if it could be read
+	Checks      []Check
+	Transitions int // transitions read from the chain
+	Blocks      int // distinct blocks the receipt reaches, bad ones included
+}
+
+// OK reports whether there is at least one check and every check passed.
+func (v *Verification) OK() bool {
+	return v != nil && len(v.Checks) > 0 && v.FirstFailure() == nil
+}
+
+// FirstFailure returns the first failed check, or nil if none failed.
+func (v *Verification) FirstFailure() *Check {
+	if v == nil {
+		return nil
+	}
+	for i := range v.Checks {
+		if !v.Checks[i].OK {
+			return &v.Checks[i]
+		}
+	}
+	return nil
+}
+
+// maxGatesFile bounds the gates/gates.json VerifyReceipt reads.
+const maxGatesFile = cas.MaxBlockSize
+
+// VerifyReceipt verifies the receipt c independently of the runtime that
+// made it, reading only from st, and returns one [Check] per line of the
+// table below. A failed check is never an error: err is returned only for a
+// store that fails to answer (I/O) or for ctx's error. Every check is made
+// even when an earlier one failed; a check that depends on something that
+// cannot be read fails saying so, it never passes by default.
+//
+//   - "block hashes": every block the receipt reaches through its links
+//     (the transition chain, packets, evidence, gate results, slot calls and
+//     their raw responses, the permission snapshot, the package and workspace
+//     trees, artifacts: the whole closure) is present and hashes to its CID,
+//     raw chunks included, and every DAG-CBOR block's links can be read.
+//     The walk goes on past a bad block (not into it), so every missing or
+//     corrupt block is named, with the block that links to it. It does not
+//     enter the upstream receipts the input packet records (a Work Order
+//     node's inputs): each of those is a receipt verified on its own, and
+//     a node's staging store need not hold them.
+//   - "canonical form": the receipt, every transition, evidence object, gate
+//     result and slot call, every packet they link (transition input and
+//     output, receipt input and output, slot call projection and proposal)
+//     decode strictly with [cas.Unmarshal] into their types (which re-encodes
+//     and compares bytes) and carry their own "type"; the permission
+//     snapshots decode with [cas.DecodeNode] as hg/permissions@1. Trees and
+//     files are checked for canonical form only where they are read (the
+//     package tree, below).
+//   - "transition chain": from receipt.Head along Prior to a transition
+//     without one, seq runs exactly receipt.Transitions-1 down to 0, with no
+//     gap, repeat or reordering, and the count equals receipt.Transitions;
+//     every transition's Run is the receipt's Run; every evidence object a
+//     transition links carries that Run and the transition's Step and
+//     Attempt (anything else is a splice); only transitions of kind "gates"
+//     hold gate results, and those hold no evidence.
+//   - "receipt index": the receipt's lists agree with its chain: Steps is
+//     the (step, kind, attempt, status) of each transition in order;
+//     Evidence, SlotCalls and Denied are the concatenation of the
+//     transitions' lists in chain order; Gates, when not empty, is the gate
+//     list of the last gates transition; every transition names the
+//     receipt's Package and Permissions; Repairs is the head's Attempt; every
+//     halt.last_evidence link is evidence of the run.
+//   - "signature": [Receipt.VerifySignature] over the receipt's own Signer.
+//   - "trusted signer": the Signer is one of trusted. With no trusted keys
+//     this check fails ("no trusted keys given").
+//   - "package gates": gates/gates.json is read from the receipt's Package
+//     tree in st (every tree node decoded strictly, the file verified) and
+//     parsed with [gate.Parse].
+//   - "gate ID": for every transition of kind "gates" (the last one is the
+//     final evaluation; earlier ones are named "gate ID (seq N)"), each gate
+//     is evaluated again by this code with [gate.Compile] and
+//     [gate.Gate.Evaluate] over what the runtime's evaluateGates saw: all
+//     evidence recorded by the transitions up to that one, in chain order
+//     (Ref the evidence CID, ObservedAt parsed from observed_at, Data as
+//     stored), with Env.Now the time the gate results record ("at", which is
+//     the instant the runtime evaluated at; it is not the transition's
+//     started_at) and Env.LastChange mapping each mutation evidence's subject
+//     to its observed_at (a later mutation of the same subject, in chain
+//     order, replaces an earlier one, as in the runtime). The recomputed
+//     verdict, action and evidence read, and the package's predicate, must
+//     equal the recorded hg/gate@1 (the reason text is not compared: it is
+//     for people). A gate that no longer compiles, a recorded gate the
+//     package does not define, a gate recorded twice, and a package gate
+//     with no recorded result all fail.
+//   - "status": the status is PASS or HALT. PASS requires no halt record,
+//     an output packet made against the output contract, a final gate
+//     evaluation that is the head of the chain, and every gate of the
+//     package recorded and recomputed PASS in it. HALT requires a halt
+//     record and no output; a halt that names a failed gate must match that
+//     gate's recomputed, non-PASS verdict in the final evaluation. A HALT
+//     whose gates all pass is valid: a run may halt for other reasons (a
+//     denial, a broken output contract, a time limit), and a HALT never
+//     claims success.
+//
+// Not checked (future work): the output against the output contract and the
+// input against the input contract; Used, Limitations, Artifacts (against
+// the mutation evidence) and the workspace snapshot (against the read
+// grants); the repair budget, name, version and objective against the
+// manifest; slot calls' raw responses against their verdicts and proposals;
+// the time stamps beyond those gates read, and the replay command. The
+// runtime records no approval evidence yet, so an approval's expiry is not
+// checked either: a gate on approval evidence is recomputed like any other,
+// on its predicate and max_age only.
+func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) (*Verification, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	vr := &verifier{
+		ctx: ctx, st: st, v: &Verification{Receipt: receipt},
+		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{},
+	}
+	if err := vr.verify(receipt, trusted); err != nil {
+		return nil, err
+	}
+	return vr.v, nil
+}
+
+// verifier is one verification in progress.
+type verifier struct {
+	ctx context.Context
+	st  cas.Store
+	v   *Verification
+
+	bad         map[cid.Cid]string // blocks missing, corrupt or with unreadable links: why
+	badOrder    []cid.Cid
+	decoded     map[cid.Cid]any // typed objects already decoded
+	undecodable map[cid.Cid]bool
+	canon       problems
+}
+
+// problems collects the failures of one check.
+type problems struct{ list []string }
+
+func (p *problems) add(format string, args ...any) {
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+// maxListed bounds the problems one Detail lists.
+const maxListed = 6
+
+func (p *problems) check(name, okDetail string) Check {
+	if len(p.list) == 0 {
+		return Check{Name: name, OK: true, Detail: okDetail}
+	}
+	list := p.list
+	more := ""
+	if len(list) > maxListed {
+		more = fmt.Sprintf("; and %d more", len(list)-maxListed)
+		list = list[:maxListed]
+	}
+	return Check{Name: name, Detail: strings.Join(list, "; ") + more}
+}
+
+func (vr *verifier) add(c Check) { vr.v.Checks = append(vr.v.Checks, c) }
+
+func fail(name, format string, args ...any) Check {
+	return Check{Name: name, Detail: fmt.Sprintf(format, args...)}
+}
+
+// blockProblem says whether err is about the data (a missing, corrupt,
+// non-canonical or invalid block) rather than the store, and why.
+func blockProblem(err error) (string, bool) {
+	var nf *cas.NotFoundError
+	var ce *cas.CorruptError
+	switch {
+	case errors.As(err, &nf):
+		return "missing", true
+	case errors.As(err, &ce):
+		if ce.Got.Defined() {
+			return "corrupt: its bytes hash to " + ce.Got.String(), true
+		}
+		return "corrupt", true
+	case errors.Is(err, cas.ErrNotFound):
+		return "missing", true
+	case errors.Is(err, cas.ErrCorrupt):
+		return "corrupt", true
+	case errors.Is(err, cas.ErrNotCanonical), errors.Is(err, cas.ErrInvalid),
+		errors.Is(err, cas.ErrBadCID), errors.Is(err, cas.ErrTooLarge):
+		return err.Error(), true
+	}
+	return "", false
+}
+
+// walk visits the closure of root like [cas.Walk], verifying every block
+// (raw ones included), but records a bad block and goes on instead of
+// stopping, so that every bad block is named.
+func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
+	parent := map[cid.Cid]cid.Cid{}
+	seen := map[cid.Cid]bool{}
+	stack := []cid.Cid{root}
+	for len(stack) > 0 {
+		if err := vr.ctx.Err(); err != nil {
+			return err
+		}
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c] || (skip[c] && c != root) {
+			continue
+		}
+		seen[c] = true
+		markBad := func(why string) {
+			if p, ok := parent[c]; ok {
+				why += " (linked from " + p.String() + ")"
+			}
+			vr.markBad(c, why)
+		}
+		if _, err := c.Prefix().Sum(nil); err != nil {
+			markBad("its hash function cannot be checked: " + err.Error())
+			continue
+		}
+		var links []cid.Cid
+		var linkErr error
+		err := vr.st.View(vr.ctx, c, func(data []byte) error {
+			links, linkErr = cas.Links(c, data)
+			return nil
+		})
+		if err != nil {
+			if cerr := vr.ctx.Err(); cerr != nil {
+				return cerr
+			}
+			why, ok := blockProblem(err)
+			if !ok {
+				return fmt.Errorf("verify %s: read %s: %w", vr.v.Receipt, c, err)
+			}
+			markBad(why)
+			continue
+		}
+		if linkErr != nil {
+			markBad("its links cannot be read: " + linkErr.Error())
+			continue
+		}
+		for i := len(links) - 1; i >= 0; i-- {
+			if !seen[links[i]] {
+				if _, ok := parent[links[i]]; !ok {
+					parent[links[i]] = c
+				}
+				stack = append(stack, links[i])
+			}
+		}
+	}
+	vr.v.Blocks = len(seen)
+	return nil
+}
+
+func (vr *verifier) markBad(c cid.Cid, why string) {
+	if _, ok := vr.bad[c]; !ok {
+		vr.badOrder = append(vr.badOrder, c)
+	}
+	vr.bad[c] = why
+}
+
+// upstreamOf returns the upstream receipts the receipt's input packet
+// records, as far as they can be read; the walk reports what cannot.
+func (vr *verifier) upstreamOf(rc cid.Cid) map[cid.Cid]bool {
+	peek := func(c cid.Cid, v any) bool {
+		return c.Type() == cas.DagCBOR && vr.st.View(vr.ctx, c, func(data []byte) error { return cas.Unmarshal(data, v) }) == nil
+	}
+	var r Receipt
+	var in Packet
+	if !peek(rc, &r) || !peek(r.Input.Cid, &in) {
+		return nil
+	}
+	out := map[cid.Cid]bool{}
+	for _, u := range in.Upstream {
+		out[u.Cid] = true
+	}
+	return out
+}
+
+// object reads and strictly decodes the typed object c into v (a pointer)
+// and checks its type. It returns false, with the reason noted under
+// "canonical form", when it cannot; err is only for the store or ctx.
+func (vr *verifier) object(c cid.Cid, what, typ string, v any) (bool, error) {
+	if prev, ok := vr.decoded[c]; ok {
+		// Copy the cached value into v when the types agree.
+		if copyInto(prev, v) {
+			return true, nil
+		}
+	}
+	if vr.undecodable[c] {
+		return false, nil
+	}
+	ok, err := vr.decode(c, what, typ, v)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		vr.undecodable[c] = true
+		return false, nil
+	}
+	vr.decoded[c] = v
+	return true, nil
+}
+
+func (vr *verifier) decode(c cid.Cid, what, typ string, v any) (bool, error) {
+	if why, ok := vr.bad[c]; ok {
+		vr.canon.add("%s %s cannot be read: %s", what, c, why)
+		return false, nil
+	}
+	if c.Type() != cas.DagCBOR {
+		vr.canon.add("%s %s is not DAG-CBOR (codec 0x%x)", what, c, c.Type())
+		return false, nil
+	}
+	var decodeErr error
+	err := vr.st.View(vr.ctx, c, func(data []byte) error {
+		decodeErr = cas.Unmarshal(data, v)
+		return nil
+	})
+	if err != nil {
+		if cerr := vr.ctx.Err(); cerr != nil {
+			return false, cerr
+		}
+		why, ok := blockProblem(err)
+		if !ok {
+			return false, fmt.Errorf("verify %s: read %s: %w", vr.v.Receipt, c, err)
+		}
+		vr.markBad(c, why)
+		vr.canon.add("%s %s cannot be read: %s", what, c, why)
+		return false, nil
+	}
+	if decodeErr != nil {
+		vr.canon.add("%s %s: %v", what, c, decodeErr)
+		return false, nil
+	}
+	if got := typeOf(v); got != typ {
+		vr.canon.add("%s %s is a %q, not %s", what, c, got, typ)
+		return false, nil
+	}
+	return true, nil
+}
+
+func typeOf(v any) string {
+	switch x := v.(type) {
+	case *Receipt:
+		return x.Type
+	case *Transition:
+		return x.Type
+	case *Evidence:
+		return x.Type
+	case *GateResult:
+		return x.Type
+	case *SlotCall:
+		return x.Type
+	case *Packet:
+		return x.Type
+	}
+	return ""
+}
+
+func copyInto(src, dst any) bool {
+	switch d := dst.(type) {
+	case *Receipt:
+		s, ok := src.(*Receipt)
+		if ok {
+			*d = *s
+		}
+		return ok
+	case *Transition:
+		s, ok := src.(*Transition)
+		if ok {
+			*d = *s
+		}
+		return ok
+	case *Evidence:
+		s, ok := src.(*Evidence)
+		if ok {
+			*d = *s
+		}
+		return ok
+	case *GateResult:
+		s, ok := src.(*GateResult)
+		if ok {
+			*d = *s
+		}
+		return ok
+	case *SlotCall:
+		s, ok := src.(*SlotCall)
+		if ok {
+			*d = *s
+		}
+		return ok
+	case *Packet:
+		s, ok := src.(*Packet)
+		if ok {
+			*d = *s
+		}
+		return ok
+	}
+	return false
+}
+
+// node reads and strictly decodes an untyped object whose "type" must be
+// typ (the permission snapshot).
+func (vr *verifier) node(c cid.Cid, what, typ string) error {
+	if _, ok := vr.decoded[c]; ok || vr.undecodable[c] {
+		return nil
+	}
+	if why, ok := vr.bad[c]; ok {
+		vr.canon.add("%s %s cannot be read: %s", what, c, why)
+		vr.undecodable[c] = true
+		return nil
+	}
+	var n any
+	var decodeErr error
+	err := vr.st.View(vr.ctx, c, func(data []byte) error {
+		n, decodeErr = cas.DecodeNode(data)
+		return nil
+	})
+	if err != nil {
+		if cerr := vr.ctx.Err(); cerr != nil {
+			return cerr
+		}
+		why, ok := blockProblem(err)
+		if !ok {
+			return fmt.Errorf("verify %s: read %s: %w", vr.v.Receipt, c, err)
+		}
+		vr.markBad(c, why)
+		decodeErr = errors.New("cannot be read: " + why)
+	}
+	if decodeErr == nil {
+		if m, ok := n.(map[string]any); !ok || m["type"] != typ {
+			decodeErr = fmt.Errorf("is not an %s object", typ)
+		}
+	}
+	if decodeErr != nil {
+		vr.canon.add("%s %s: %v", what, c, decodeErr)
+		vr.undecodable[c] = true
+		return nil
+	}
+	vr.decoded[c] = n
+	return nil
+}
+
+// tnode is one transition of the chain and what it links, as read.
+type tnode struct {
+	cid       cid.Cid
+	t         *Transition
+	evidence  []*Evidence   // parallel to t.Evidence; nil where unreadable
+	gates     []*GateResult // parallel to t.Gates; nil where unreadable
+	slotCalls []*SlotCall   // parallel to t.SlotCalls; nil where unreadable
+}
+
+// evaluation is what one gates transition's verdicts are recomputed from.
+type evaluation struct {
+	node       *tnode
+	evidence   []gate.Evidence
+	lastChange map[string]time.Time
+	unusable   []string // why the recomputation cannot be trusted
+	final      bool
+}
+
+func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
+	v := vr.v
+	upstream := vr.upstreamOf(rc)
+	if err := vr.walk(rc, upstream); err != nil {
+		return err
+	}
+	blocks := problems{}
+	for _, c := range vr.badOrder {
+		blocks.add("block %s is %s", c, vr.bad[c])
+	}
+	blockCheck := func() Check {
+		ok := fmt.Sprintf("%d blocks present and hashing to their CIDs", v.Blocks)
+		if len(upstream) > 0 {
+			ok += fmt.Sprintf(" (%d upstream receipts not walked: each is verified on its own)", len(upstream))
+		}
+		return blocks.check(CheckBlocks, ok)
+	}
+
+	var r Receipt
+	ok, err := vr.object(rc, "receipt", TypeReceipt, &r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		vr.add(blockCheck())
+		vr.add(vr.canon.check(CheckCanonical, ""))
+		for _, name := range []string{CheckChain, CheckIndex, CheckSignature, CheckTrust, CheckPackageGates, CheckStatus} {
+			vr.add(fail(name, "not checked: receipt %s cannot be read", rc))
+		}
+		return nil
+	}
+	v.Run, v.Status = r.Run, r.Status
+
+	// Read the chain, head first, and everything each transition links.
+	chain, chainProbs, complete, err := vr.readChain(&r)
+	if err != nil {
+		return err
+	}
+	v.Transitions = len(chain)
+	if err := vr.readReceiptLinks(&r); err != nil {
+		return err
+	}
+
+	vr.add(blockCheck())
+	objects := len(vr.decoded) + len(vr.undecodable)
+	vr.add(vr.canon.check(CheckCanonical, fmt.Sprintf("%d objects decode strictly and re-encode to their bytes", objects)))
+
+	vr.checkChain(&r, chain, chainProbs, complete)
+	vr.checkIndex(&r, chain, complete)
+	vr.checkSignature(&r, trusted)
+
+	specs, compiled, pkgCheck, err := vr.packageGates(&r)
+	if err != nil {
+		return err
+	}
+	vr.add(pkgCheck)
+	final, err := vr.checkGates(chain, complete, specs, compiled, pkgCheck.OK)
+	if err != nil {
+		return err
+	}
+	vr.checkStatus(&r, chain, complete, specs, pkgCheck.OK, final)
+	return nil
+}
+
+// readChain follows Head through Prior. It returns the transitions oldest
+// first, the problems met on the way, and whether the chain was read to a
+// transition without Prior.
+func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
+	var probs problems
+	var chain []*tnode
+	limit := max(r.Transitions, 0)
+	next := &r.Head
+	complete := true
+	for next != nil {
+		if int64(len(chain)) >= limit {
+			probs.add("the chain is longer than the %d transitions the receipt counts: transition %s is one too many", r.Transitions, next.Cid)
+			complete = false
+			break
+		}
+		var t Transition
+		ok, err := vr.object(next.Cid, "transition", TypeTransition, &t)
+		if err != nil {
+			return nil, probs, false, err
+		}
+		if !ok {
+			where := "the head"
+			if len(chain) > 0 {
+				where = fmt.Sprintf("the prior of seq %d", chain[len(chain)-1].t.Seq)
+			}
+			probs.add("transition %s (%s) cannot be read, so the chain cannot be followed past it", next.Cid, where)
+			complete = false
+			break
+		}
+		n := &tnode{cid: next.Cid, t: &t}
+		for _, l := range t.Evidence {
+			var ev Evidence
+			ok, err := vr.object(l.Cid, "evidence", TypeEvidence, &ev)
+			if err != nil {
+				return nil, probs, false, err
+			}
+			if ok {
+				n.evidence = append(n.evidence, &ev)
+			} else {
+				n.evidence = append(n.evidence, nil)
+			}
+		}
+		for _, l := range t.Gates {
+			var g GateResult
+			ok, err := vr.object(l.Cid, "gate result", TypeGate, &g)
+			if err != nil {
+				return nil, probs, false, err
+			}
+			if ok {
+				n.gates = append(n.gates, &g)
+			} else {
+				n.gates = append(n.gates, nil)
+			}
+		}
+		for _, l := range t.SlotCalls {
+			var sc SlotCall
+			ok, err := vr.object(l.Cid, "slot call", TypeSlotCall, &sc)
+			if err != nil {
+				return nil, probs, false, err
+			}
+			if ok {
+				n.slotCalls = append(n.slotCalls, &sc)
+				if err := vr.packet(sc.Projection.Cid, "projection packet"); err != nil {
+					return nil, probs, false, err
+				}
+				if sc.Proposal != nil {
+					if err := vr.packet(sc.Proposal.Cid, "proposal packet"); err != nil {
+						return nil, probs, false, err
+					}
+				}
+			} else {
+				n.slotCalls = append(n.slotCalls, nil)
+			}
+		}
+		for _, p := range []cas.Link{t.Input, t.Output} {
+			if err := vr.packet(p.Cid, "packet"); err != nil {
+				return nil, probs, false, err
+			}
+		}
+		if err := vr.node(t.Permissions.Cid, "permission snapshot", "hg/permissions@1"); err != nil {
+			return nil, probs, false, err
+		}
+		chain = append(chain, n)
+		next = t.Prior
+	}
+	slices.Reverse(chain)
+	return chain, probs, complete, nil
+}
+
+func (vr *verifier) packet(c cid.Cid, what string) error {
+	var p Packet
+	_, err := vr.object(c, what, TypePacket, &p)
+	return err
+}
+
+// readReceiptLinks decodes the objects the receipt links directly.
+func (vr *verifier) readReceiptLinks(r *Receipt) error {
+	if err := vr.packet(r.Input.Cid, "input packet"); err != nil {
+		return err
+	}
+	if r.Output != nil {
+		if err := vr.packet(r.Output.Cid, "output packet"); err != nil {
+			return err
+		}
+	}
+	if err := vr.node(r.Permissions.Cid, "permission snapshot", "hg/permissions@1"); err != nil {
+		return err
+	}
+	for _, l := range r.Evidence {
+		var ev Evidence
+		if _, err := vr.object(l.Cid, "evidence", TypeEvidence, &ev); err != nil {
+			return err
+		}
+	}
+	for _, l := range r.Gates {
+		var g GateResult
+		if _, err := vr.object(l.Cid, "gate result", TypeGate, &g); err != nil {
+			return err
+		}
+	}
+	for _, l := range r.SlotCalls {
+		var sc SlotCall
+		if _, err := vr.object(l.Cid, "slot call", TypeSlotCall, &sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (vr *verifier) checkChain(r *Receipt, chain []*tnode, probs problems, complete bool) {
+	for i, n := range chain {
+		t := n.t
+		if complete {
+			switch {
+			case i == 0 && t.Seq != 0:
+				probs.add("the first transition %s has seq %d, want 0", n.cid, t.Seq)
+			case i > 0:
+				prev := chain[i-1].t.Seq
+				switch {
+				case t.Seq == prev:
+					probs.add("seq %d is repeated (transition %s)", t.Seq, n.cid)
+				case t.Seq < prev:
+					probs.add("seq %d (transition %s) follows seq %d: out of order", t.Seq, n.cid, prev)
+				case t.Seq > prev+1:
+					probs.add("seq %d (transition %s) follows seq %d: a gap", t.Seq, n.cid, prev)
+				}
+			}
+		}
+		if t.Run != r.Run {
+			probs.add("transition seq %d (%s) belongs to run %q, not %q", t.Seq, n.cid, t.Run, r.Run)
+		}
+		for j, ev := range n.evidence {
+			l := t.Evidence[j].Cid
+			switch {
+			case ev == nil:
+				probs.add("evidence %s of transition seq %d cannot be read, so its run, step and attempt cannot be checked", l, t.Seq)
+			case ev.Run != r.Run:
+				probs.add("evidence %s in transition seq %d belongs to run %q, not %q", l, t.Seq, ev.Run, r.Run)
+			case ev.Step != t.Step || ev.Attempt != t.Attempt:
+				probs.add("evidence %s in transition seq %d was observed by step %q attempt %d, not step %q attempt %d", l, t.Seq, ev.Step, ev.Attempt, t.Step, t.Attempt)
+			}
+		}
+		if t.Kind == "gates" && len(t.Evidence) > 0 {
+			probs.add("gates transition seq %d (%s) records evidence; gates only read it", t.Seq, n.cid)
+		}
+		if t.Kind != "gates" && len(t.Gates) > 0 {
+			probs.add("transition seq %d (%s) of kind %q records gate results; only gates transitions do", t.Seq, n.cid, t.Kind)
+		}
+	}
+	if complete {
+		if int64(len(chain)) != r.Transitions {
+			probs.add("the chain holds %d transitions, the receipt counts %d", len(chain), r.Transitions)
+		}
+		if len(chain) > 0 {
+			if head := chain[len(chain)-1].t; head.Seq != r.Transitions-1 {
+				probs.add("the head transition %s has seq %d, want %d (the receipt counts %d transitions)", r.Head.Cid, head.Seq, r.Transitions-1, r.Transitions)
+			}
+		}
+	}
+	vr.add(probs.check(CheckChain, fmt.Sprintf("%d transitions, seq %d down to 0, all of run %q", len(chain), len(chain)-1, r.Run)))
+}
+
+func linkStrings(l []cas.Link) []string {
+	out := make([]string, len(l))
+	for i, c := range l {
+		out[i] = c.String()
+	}
+	return out
+}
+
+// diffList describes the first difference between the receipt's list and
+// the chain's, or "" if they are equal.
+func diffList(what string, receipt, chain []string) string {
+	for i := 0; i < min(len(receipt), len(chain)); i++ {
+		if receipt[i] != chain[i] {
+			return fmt.Sprintf("%s[%d] is %s, the chain has %s", what, i, receipt[i], chain[i])
+		}
+	}
+	if len(receipt) != len(chain) {
+		return fmt.Sprintf("the receipt lists %d %s, the chain records %d", len(receipt), what, len(chain))
+	}
+	return ""
+}
+
+func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
+	if !complete {
+		vr.add(fail(CheckIndex, "not checked: the transition chain cannot be read in full"))
+		return
+	}
+	var probs problems
+	var steps, evidence, slotCalls, denied, gates, otherPkg, otherPerm []string
+	for _, n := range chain {
+		t := n.t
+		steps = append(steps, fmt.Sprintf("%s/%s attempt %d %s", t.Step, t.Kind, t.Attempt, t.Status))
+		evidence = append(evidence, linkStrings(t.Evidence)...)
+		slotCalls = append(slotCalls, linkStrings(t.SlotCalls)...)
+		for _, d := range t.Denied {
+			denied = append(denied, d.Verb+":"+d.Kind+":"+d.Target+" by "+d.Rule)
+		}
+		if t.Kind == "gates" {
+			gates = linkStrings(t.Gates)
+		}
+		if t.Package.Cid != r.Package.Cid {
+			otherPkg = append(otherPkg, fmt.Sprintf("seq %d ran package %s", t.Seq, t.Package.Cid))
+		}
+		if t.Permissions.Cid != r.Permissions.Cid {
+			otherPerm = append(otherPerm, fmt.Sprintf("seq %d ran under permissions %s", t.Seq, t.Permissions.Cid))
+		}
+	}
+	if len(otherPkg) > 0 {
+		probs.add("the receipt names package %s, but transition %s", r.Package.Cid, summarizeList(otherPkg))
+	}
+	if len(otherPerm) > 0 {
+		probs.add("the receipt names permissions %s, but transition %s", r.Permissions.Cid, summarizeList(otherPerm))
+	}
+	var rsteps, rdenied []string
+	for _, s := range r.Steps {
+		rsteps = append(rsteps, fmt.Sprintf("%s/%s attempt %d %s", s.Step, s.Kind, s.Attempt, s.Status))
+	}
+	for _, d := range r.Denied {
+		rdenied = append(rdenied, d.Verb+":"+d.Kind+":"+d.Target+" by "+d.Rule)
+	}
+	for _, d := range []string{
+		diffList("steps", rsteps, steps),
+		diffList("evidence", linkStrings(r.Evidence), evidence),
+		diffList("slot calls", linkStrings(r.SlotCalls), slotCalls),
+		diffList("denials", rdenied, denied),
+	} {
+		if d != "" {
+			probs.add("%s", d)
+		}
+	}
+	if len(r.Gates) > 0 {
+		if d := diffList("gates", linkStrings(r.Gates), gates); d != "" {
+			probs.add("%s (the last gates transition)", d)
+		}
+	}
+	if len(chain) > 0 {
+		if head := chain[len(chain)-1].t; r.Repairs != head.Attempt {
+			probs.add("the receipt counts %d repairs, the head transition is attempt %d", r.Repairs, head.Attempt)
+		}
+	}
+	if r.Halt != nil {
+		for _, l := range r.Halt.LastEvidence {
+			if !slices.Contains(evidence, l.String()) {
+				probs.add("halt.last_evidence %s is not evidence of this run's chain", l.Cid)
+			}
+		}
+	}
+	vr.add(probs.check(CheckIndex, fmt.Sprintf("steps, %d evidence, %d slot calls, %d denials and the final gates agree with the chain", len(evidence), len(slotCalls), len(denied))))
+}
+
+// summarizeList joins the first items of list, saying how many more.
+func summarizeList(list []string) string {
+	if len(list) <= 2 {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s, %s and %d more", list[0], list[1], len(list)-2)
+}
+
+func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
+	signer := "(none)"
+	if len(r.Signer) == ed25519.PublicKeySize {
+		signer = FormatPublicKey(ed25519.PublicKey(r.Signer))
+	}
+	if err := r.VerifySignature(); err != nil {
+		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
+	} else {
+		vr.add(Check{Name: CheckSignature, OK: true, Detail: "signed by " + signer})
+	}
+	switch {
+	case len(trusted) == 0:
+		vr.add(fail(CheckTrust, "no trusted keys given (signer %s)", signer))
+	case len(r.Signer) != ed25519.PublicKeySize:
+		vr.add(fail(CheckTrust, "the receipt names no signer"))
+	case slices.ContainsFunc(trusted, func(k ed25519.PublicKey) bool { return bytes.Equal(k, r.Signer) }):
+		vr.add(Check{Name: CheckTrust, OK: true, Detail: signer + " is trusted"})
+	default:
+		vr.add(fail(CheckTrust, "signer %s is not among the %d trusted keys", signer, len(trusted)))
+	}
+}
+
+// packageGates reads gates/gates.json from the receipt's package tree and
+// compiles each gate; compiled[i].err says why specs[i] does not compile.
+func (vr *verifier) packageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check, error) {
+	data, why, err := vr.readPackageFile(r.Package.Cid, "gates", "gates.json")
+	if err != nil {
+		return nil, nil, Check{}, err
+	}
+	if why != "" {
+		return nil, nil, fail(CheckPackageGates, "package %s: %s", r.Package.Cid, why), nil
+	}
+	specs, err := gate.Parse(data)
+	if err != nil {
+		return nil, nil, fail(CheckPackageGates, "package %s: %v", r.Package.Cid, err), nil
+	}
+	var probs problems
+	seen := map[string]bool{}
+	compiled := make([]compiledGate, len(specs))
+	for i, s := range specs {
+		if seen[s.ID] {
+			probs.add("package %s defines gate %q twice", r.Package.Cid, s.ID)
+		}
+		seen[s.ID] = true
+		compiled[i].g, compiled[i].err = gate.Compile(s)
+	}
+	return specs, compiled, probs.check(CheckPackageGates, fmt.Sprintf("%d gates in %s of package %s", len(specs), GatesFile, r.Package.Cid)), nil
+}
+
+type compiledGate struct {
+	g   *gate.Gate
+	err error
+}
+
+// readPackageFile reads dir/name from the package tree pkg. why is set
+// when the file cannot be read for a reason in the data.
+func (vr *verifier) readPackageFile(pkg cid.Cid, dir, name string) (data []byte, why string, err error) {
+	dataErr := func(err error) ([]byte, string, error) {
+		if cerr := vr.ctx.Err(); cerr != nil {
+			return nil, "", cerr
+		}
+		if _, ok := blockProblem(err); ok {
+			return nil, err.Error(), nil
+		}
+		return nil, "", err
+	}
+	root, err := cas.LoadTree(vr.ctx, vr.st, pkg)
+	if err != nil {
+		return dataErr(err)
+	}
+	i := slices.IndexFunc(root.Entries, func(e cas.TreeEntry) bool { return e.Name == dir })
+	if i < 0 || root.Entries[i].Kind != cas.KindDir {
+		return nil, "no " + dir + " directory", nil
+	}
+	sub, err := cas.LoadTree(vr.ctx, vr.st, root.Entries[i].Link.Cid)
+	if err != nil {
+		return dataErr(err)
+	}
+	j := slices.IndexFunc(sub.Entries, func(e cas.TreeEntry) bool { return e.Name == name })
+	if j < 0 || sub.Entries[j].Kind != cas.KindFile {
+		return nil, "no file " + dir + "/" + name, nil
+	}
+	if sub.Entries[j].Size > maxGatesFile {
+		return nil, fmt.Sprintf("%s/%s is %d bytes, more than %d", dir, name, sub.Entries[j].Size, maxGatesFile), nil
+	}
+	var buf limitedBuffer
+	buf.limit = maxGatesFile
+	if _, err := cas.ReadFile(vr.ctx, vr.st, sub.Entries[j].Link.Cid, &buf, nil); err != nil {
+		if errors.Is(err, errTooBig) {
+			return nil, fmt.Sprintf("%s/%s holds more than %d bytes", dir, name, maxGatesFile), nil
+		}
+		return dataErr(err)
+	}
+	return buf.Bytes(), "", nil
+}
+
+var errTooBig = errors.New("file too big")
+
+type limitedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, errTooBig
+	}
+	return b.Buffer.Write(p)
+}
+
+// finalVerdicts is what the final gate evaluation recorded and recomputed.
+type finalVerdicts struct {
+	exists   bool              // the chain holds a gates transition
+	node     *tnode            // the last gates transition
+	verdicts map[string]string // gate id -> recomputed verdict
+	recorded map[string]string // gate id -> recorded verdict
+	unusable []string          // why the final evaluation could not be recomputed
+}
+
+// checkGates recomputes every gates transition's verdicts and adds one check
+// per gate. It returns what the final evaluation recomputed.
+func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec, compiled []compiledGate, pkgOK bool) (*finalVerdicts, error) {
+	final := &finalVerdicts{verdicts: map[string]string{}, recorded: map[string]string{}}
+	if !complete {
+		final.unusable = append(final.unusable, "the transition chain cannot be read in full")
+		vr.add(fail(CheckGatePrefix+"evaluation", "not recomputed: the transition chain cannot be read in full"))
+		return final, nil
+	}
+	// Gather the evidence each gates transition saw, in chain order, as the
+	// runtime's observe and mutation did.
+	var evals []*evaluation
+	var evs []gate.Evidence
+	lastChange := map[string]time.Time{}
+	var unusable []string
+	for _, n := range chain {
+		for j, ev := range n.evidence {
+			l := n.t.Evidence[j].Cid
+			if ev == nil {
+				unusable = append(unusable, fmt.Sprintf("evidence %s (transition seq %d) cannot be read", l, n.t.Seq))
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, ev.ObservedAt)
+			if err != nil {
+				unusable = append(unusable, fmt.Sprintf("evidence %s has observed_at %q, not RFC 3339", l, ev.ObservedAt))
+				continue
+			}
+			evs = append(evs, gate.Evidence{Ref: l.String(), Kind: ev.Kind, Subject: ev.Subject, ObservedAt: at, Data: ev.Data})
+			if ev.Kind == gate.KindMutation {
+				lastChange[ev.Subject] = at
+			}
+		}
+		if n.t.Kind == "gates" {
+			evals = append(evals, &evaluation{
+				node: n, evidence: slices.Clone(evs), lastChange: maps.Clone(lastChange),
+				unusable: slices.Clone(unusable),
+			})
+		}
+	}
+	if len(evals) == 0 {
+		return final, nil
+	}
+	evals[len(evals)-1].final = true
+	for _, e := range evals {
+		vr.recompute(e, specs, compiled, pkgOK, final)
+		if e.final {
+			final.exists, final.node, final.unusable = true, e.node, e.unusable
+		}
+	}
+	return final, nil
+}
+
+// recompute adds the gate checks of one evaluation.
+func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compiledGate, pkgOK bool, final *finalVerdicts) {
+	t := e.node.t
+	name := func(id string) string {
+		if e.final {
+			return CheckGatePrefix + id
+		}
+		return fmt.Sprintf("%s%s (seq %d)", CheckGatePrefix, id, t.Seq)
+	}
+	add := vr.add
+	// Env.Now is the instant the runtime evaluated at, which every result of
+	// the transition records.
+	var now time.Time
+	var nowProblem string
+	for j, g := range e.node.gates {
+		if g == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, g.At)
+		switch {
+		case err != nil:
+			nowProblem = fmt.Sprintf("gate result %s has at %q, not RFC 3339", t.Gates[j].Cid, g.At)
+		case now.IsZero():
+			now = at
+		case !at.Equal(now):
+			nowProblem = fmt.Sprintf("the gate results of transition seq %d record different times (%s, %s)", t.Seq, now.Format(time.RFC3339Nano), g.At)
+		}
+	}
+	recordedIDs := map[string]bool{}
+	for j, g := range e.node.gates {
+		l := t.Gates[j].Cid
+		if g == nil {
+			add(fail(name("result "+l.String()), "gate result %s of transition seq %d cannot be read", l, t.Seq))
+			continue
+		}
+		if recordedIDs[g.Gate] {
+			add(fail(name(g.Gate), "recorded twice in transition seq %d (again in %s)", t.Seq, l))
+			continue
+		}
+		recordedIDs[g.Gate] = true
+		if e.final {
+			final.recorded[g.Gate] = g.Verdict
+		}
+		if !pkgOK {
+			add(fail(name(g.Gate), "recorded %s in %s; not recomputed: the package's gates cannot be read", g.Verdict, l))
+			continue
+		}
+		i := slices.IndexFunc(specs, func(s gate.Spec) bool { return s.ID == g.Gate })
+		if i < 0 {
+			add(fail(name(g.Gate), "recorded %s in %s (transition seq %d), but the package does not define gate %q", g.Verdict, l, t.Seq, g.Gate))
+			continue
+		}
+		if compiled[i].err != nil {
+			add(fail(name(g.Gate), "recorded %s in %s; the package's gate does not compile now: %v", g.Verdict, l, compiled[i].err))
+			continue
+		}
+		if len(e.unusable) > 0 || nowProblem != "" {
+			why := append(slices.Clone(e.unusable), nowProblem)
+			add(fail(name(g.Gate), "recorded %s in %s; cannot be recomputed: %s", g.Verdict, l, strings.Join(slices.DeleteFunc(why, func(s string) bool { return s == "" }), "; ")))
+			continue
+		}
+		res := compiled[i].g.Evaluate(e.evidence, gate.Env{Now: now, LastChange: e.lastChange})
+		if e.final {
+			final.verdicts[g.Gate] = string(res.Verdict)
+		}
+		var diffs []string
+		if g.Verdict != string(res.Verdict) {
+			diffs = append(diffs, res.Reason)
+		}
+		if g.Action != res.Action {
+			diffs = append(diffs, fmt.Sprintf("action recorded %q, recomputed %q", g.Action, res.Action))
+		}
+		if p := specs[i].Predicate; g.Predicate != p {
+			diffs = append(diffs, fmt.Sprintf("predicate recorded %q, the package's is %q", g.Predicate, p))
+		}
+		if rec := linkStrings(g.Read); !slices.Equal(rec, res.Read) {
+			diffs = append(diffs, fmt.Sprintf("evidence read recorded %v, recomputed %v", rec, res.Read))
+		}
+		detail := fmt.Sprintf("recorded %s, recomputed %s", g.Verdict, res.Verdict)
+		if len(diffs) > 0 {
+			add(Check{Name: name(g.Gate), Detail: fmt.Sprintf("%s (gate result %s, transition seq %d): %s", detail, l, t.Seq, strings.Join(diffs, "; "))})
+		} else {
+			add(Check{Name: name(g.Gate), OK: true, Detail: detail})
+		}
+	}
+	for _, s := range specs {
+		if !recordedIDs[s.ID] {
+			add(fail(name(s.ID), "the package defines gate %q but transition seq %d records no result for it", s.ID, t.Seq))
+		}
+	}
+}
+
+func (vr *verifier) checkStatus(r *Receipt, chain []*tnode, complete bool, specs []gate.Spec, pkgOK bool, final *finalVerdicts) {
+	var probs problems
+	switch r.Status {
+	case StatusPass:
+		if r.Halt != nil {
+			probs.add("PASS with a halt record (%s: %s)", r.Halt.Verdict, r.Halt.Reason)
+		}
+		if r.Output == nil {
+			probs.add("PASS without an output packet")
+		} else if p, ok := vr.decoded[r.Output.Cid].(*Packet); ok && p.Schema != OutputSchema {
+			probs.add("PASS with output packet %s checked against %q, not %s", r.Output.Cid, p.Schema, OutputSchema)
+		}
+		switch {
+		case !complete:
+			probs.add("PASS cannot be confirmed: the transition chain cannot be read in full")
+		case !final.exists:
+			probs.add("PASS but the chain holds no gate evaluation")
+		default:
+			if head := chain[len(chain)-1]; head != final.node {
+				probs.add("PASS but transition seq %d (%s) ran after the final gate evaluation (seq %d)", head.t.Seq, head.t.Kind, final.node.t.Seq)
+			}
+			if !pkgOK {
+				probs.add("PASS cannot be confirmed: the package's gates cannot be read")
+			}
+			if len(specs) == 0 && pkgOK {
+				probs.add("PASS but the package defines no gates")
+			}
+			for _, s := range specs {
+				rec, got := final.recorded[s.ID], final.verdicts[s.ID]
+				switch {
+				case rec == "":
+					probs.add("PASS but gate %s has no recorded result in the final evaluation (seq %d)", s.ID, final.node.t.Seq)
+				case got == "":
+					probs.add("PASS but gate %s (recorded %s) could not be recomputed", s.ID, rec)
+				case got != string(gate.Pass) || rec != string(gate.Pass):
+					probs.add("PASS but gate %s is recorded %s and recomputed %s", s.ID, orDash(rec), got)
+				}
+			}
+			if len(final.unusable) > 0 {
+				probs.add("PASS cannot be confirmed: %s", final.unusable[0])
+			}
+		}
+	case StatusHalt:
+		if r.Halt == nil {
+			probs.add("HALT without a halt record")
+		}
+		if r.Output != nil {
+			probs.add("HALT with an output packet %s; only a PASS has one", r.Output.Cid)
+		}
+		if h := r.Halt; h != nil && h.FailedGate != "" {
+			switch got, ok := final.verdicts[h.FailedGate]; {
+			case !final.exists:
+				probs.add("the halt names failed gate %s, but the chain holds no gate evaluation", h.FailedGate)
+			case !ok:
+				probs.add("the halt names failed gate %s (%s), which the final evaluation (seq %d) does not recompute", h.FailedGate, h.Verdict, final.node.t.Seq)
+			case got != h.Verdict || got == string(gate.Pass):
+				probs.add("the halt names failed gate %s with %s, but it is recomputed %s in the final evaluation (seq %d)", h.FailedGate, h.Verdict, got, final.node.t.Seq)
+			}
+		}
+	default:
+		probs.add("status %q is neither %s nor %s", r.Status, StatusPass, StatusHalt)
+	}
+	ok := fmt.Sprintf("%s is consistent with the recomputed gates", r.Status)
+	if r.Status == StatusHalt && r.Halt != nil {
+		ok = fmt.Sprintf("HALT (%s) is consistent with the recomputed gates", r.Halt.Verdict)
+		if !final.exists {
+			ok = fmt.Sprintf("HALT (%s) before any gate evaluation", r.Halt.Verdict)
+		}
+	}
+	vr.add(probs.check(CheckStatus, ok))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "(nothing)"
+	}
+	return s
+}

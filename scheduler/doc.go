@@ -1,0 +1,39 @@
+// Package scheduler runs Work Orders: it turns a validated [dag.WorkOrder]
+// into Haygent invocations and advances only on accepted receipts.
+//
+// # Acceptance
+//
+// When a node's Haygent returns, the node is concluded, not done: the
+// scheduler verifies the receipt with its own code ([haygent.VerifyReceipt]:
+// every block's hash, canonical form, the transition chain, the signature
+// by a trusted runner key, every gate re-evaluated from the stored
+// evidence, and the status against the gates) and stores an
+// hg/acceptance@1 with the checks and the verdict. A node is done only when
+// its receipt is accepted and PASS. A HALT fails the node and blocks
+// everything downstream of it; independent branches go on.
+//
+// # Inputs
+//
+// A node's input is built from its Work Order input, with every
+// {"from", "pointer"} reference replaced by the value at that pointer in
+// the output packet of the upstream node's accepted receipt. The input
+// packet records the upstream receipts, and the runtime re-checks their
+// acceptance before its first step.
+//
+// # Memo cache
+//
+// The key of an invocation is the package CID, the input packet CID, the
+// permission snapshot and the adapter reference. A key that has an accepted
+// receipt is reused without running anything (like Bazel's action cache);
+// [Options.NoCache] bypasses it.
+//
+// # Durability
+//
+// A run's state is an hg/run@1 record in the store, under the ref
+// runs/RUN. Each node runs against a private staging store; once accepted,
+// its blocks, its acceptance and the new run record are written in one
+// short transaction, so other hg commands can use the store while a run is
+// in progress, and a run killed at any moment resumes ([Scheduler.Resume])
+// without running an accepted node again: a node that was active when the
+// process died simply runs again.
+package scheduler

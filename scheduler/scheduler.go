@@ -1,0 +1,677 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
+)
+
+// Opener gives the scheduler short-lived access to the store, so that other
+// commands can use it between the scheduler's transactions. The caller
+// closes what Open returns.
+type Opener interface {
+	Open(ctx context.Context, readOnly bool) (cas.Store, error)
+}
+
+// Shared is an Opener over an open store that stays open (tests, benchmarks,
+// a long-lived server); Close on what it returns does nothing.
+type Shared struct{ Store cas.Store }
+
+func (s Shared) Open(context.Context, bool) (cas.Store, error) { return noClose{s.Store}, nil }
+
+type noClose struct{ cas.Store }
+
+func (noClose) Close() error { return nil }
+
+// Options configure a scheduler.
+type Options struct {
+	Store   Opener
+	Key     ed25519.PrivateKey  // signs the receipts of the nodes this process runs
+	Trusted []ed25519.PublicKey // runner keys whose receipts are accepted; Key's is always trusted
+	Jobs    int                 // nodes run at once; 0 means 1
+	NoCache bool                // bypass the memo cache
+	Adapter haygent.Adapter     // answers slots
+	// Workspace, if set, returns the workspace directory of a node; by
+	// default each node gets a new empty directory.
+	Workspace func(node string) (string, error)
+	// Events, if set, is told of every change of a node's state.
+	Events func(Event)
+	Now    func() time.Time
+}
+
+// Event is a change of a node's state.
+type Event struct {
+	Run     string `json:"run"`
+	Node    string `json:"node"`
+	State   string `json:"state"`
+	Receipt string `json:"receipt,omitempty"`
+	Memo    bool   `json:"memo,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	At      string `json:"at"`
+}
+
+// Plan is a Work Order resolved against its Haygent packages, ready to run.
+type Plan struct {
+	WorkOrder *dag.WorkOrder
+	Packages  map[string]*haygent.Package // by node
+	Dir       string                      // the Work Order's directory
+}
+
+// ErrInvalidWorkOrder is wrapped by every problem found before a run.
+var ErrInvalidWorkOrder = errors.New("invalid Work Order")
+
+// Load parses and validates the Work Order file and loads its packages.
+// Nothing runs, and nothing is stored.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	wo, err := dag.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string]*haygent.Package{}
+	res := dag.SchemaResolver(dir, func(d string) (map[string]any, error) {
+		if _, err := haygent.Load(d); err != nil {
+			return nil, err
+		}
+		raw, err := os.ReadFile(filepath.Join(d, haygent.OutputSchema))
+		if err != nil {
+			return nil, err
+		}
+		var schema map[string]any
+		if err := jsonUnmarshal(raw, &schema); err != nil {
+			return nil, err
+		}
+		return schema, nil
+	})
+	if err := wo.Validate(res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, name := range wo.Order {
+		n := wo.Nodes[name]
+		pdir := n.Haygent
+		if !filepath.IsAbs(pdir) {
+			pdir = filepath.Join(dir, filepath.FromSlash(pdir))
+		}
+		pkg, err := haygent.Load(pdir)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", name, err)
+		}
+		pkgs[name] = pkg
+	}
+	return &Plan{WorkOrder: wo, Packages: pkgs, Dir: dir}, nil
+}
+
+// Scheduler runs plans.
+type Scheduler struct {
+	opts Options
+	// ranNodes counts the invocations this scheduler actually ran (memo
+	// hits excluded), for tests and progress.
+	mu       sync.Mutex
+	ranNodes int
+}
+
+// New returns a scheduler.
+func New(opts Options) *Scheduler {
+	if opts.Jobs < 1 {
+		opts.Jobs = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Key != nil {
+		opts.Trusted = append(opts.Trusted, opts.Key.Public().(ed25519.PublicKey))
+	}
+	return &Scheduler{opts: opts}
+}
+
+// Ran returns how many invocations this scheduler ran (memo hits
+// excluded).
+func (s *Scheduler) Ran() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ranNodes
+}
+
+func (s *Scheduler) stamp() string { return s.opts.Now().UTC().Format(time.RFC3339Nano) }
+
+// Start stores the Work Order and a new run record, and returns the run id.
+func (s *Scheduler) Start(ctx context.Context, plan *Plan) (string, error) {
+	var b [6]byte
+	rand.Read(b[:])
+	run := "run-" + s.opts.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	st, err := s.opts.Store.Open(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	w := cas.NewWriter(st)
+	nodes := map[string]cid.Cid{}
+	for name, pkg := range plan.Packages {
+		stg := newStaging()
+		c, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
+		if err != nil {
+			return "", err
+		}
+		for _, blk := range stg.blocks() {
+			if err := w.Add(ctx, blk); err != nil {
+				return "", err
+			}
+		}
+		nodes[plan.WorkOrder.Nodes[name].Haygent] = c
+	}
+	obj, err := plan.WorkOrder.Object(nodes)
+	if err != nil {
+		return "", err
+	}
+	data, err := cas.Marshal(&obj)
+	if err != nil {
+		return "", err
+	}
+	wob := cas.NewBlock(cas.DagCBOR, data)
+	if err := w.Add(ctx, wob); err != nil {
+		return "", err
+	}
+	rec := &Record{Type: TypeRun, Run: run, WorkOrder: cas.Link{Cid: wob.CID()}, Name: plan.WorkOrder.Name,
+		Objective: plan.WorkOrder.Objective, Status: StatusRunning, Started: s.stamp(), Updated: s.stamp()}
+	for _, name := range sortedNames(plan.WorkOrder) {
+		rec.Nodes = append(rec.Nodes, NodeRecord{Name: name, State: dag.Pending})
+	}
+	blocks, root, err := encodeRecord(ctx, rec)
+	if err != nil {
+		return "", err
+	}
+	for _, blk := range blocks {
+		if err := w.Add(ctx, blk); err != nil {
+			return "", err
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		return "", err
+	}
+	return run, st.SetRef(ctx, RefNamespace, run, root)
+}
+
+func sortedNames(wo *dag.WorkOrder) []string {
+	names := slices.Clone(wo.Order)
+	sort.Strings(names)
+	return names
+}
+
+// Execute runs (or resumes) the run until its outcome is settled: every
+// node done, failed, blocked or cancelled. Nodes already done are never
+// run again; nodes that were active when an earlier process died run
+// again. It returns the final record.
+func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Record, error) {
+	st, err := s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := LoadRecord(ctx, st, run)
+	st.Close()
+	if err != nil {
+		return nil, err
+	}
+	for i := range rec.Nodes {
+		switch rec.Nodes[i].State {
+		case dag.Active, dag.Ready, dag.Concluded:
+			rec.Nodes[i].State = dag.Pending // died mid-node: run it again
+		}
+	}
+	rec.Status = StatusRunning
+	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}}
+	return e.run(ctx)
+}
+
+// execution is one Execute in progress.
+type execution struct {
+	s    *Scheduler
+	plan *Plan
+
+	mu       sync.Mutex
+	rec      *Record
+	outputs  map[string]map[string]any // accepted output documents, by node
+	receipts map[string]cid.Cid
+}
+
+type result struct {
+	node      string
+	state     string
+	receipt   cid.Cid
+	accept    cid.Cid
+	memo      bool
+	reason    string
+	blocks    []cas.Block
+	memoKey   string
+	attempted bool
+}
+
+func (e *execution) emit(n *NodeRecord) {
+	if e.s.opts.Events == nil {
+		return
+	}
+	ev := Event{Run: e.rec.Run, Node: n.Name, State: n.State, Memo: n.Memo, Reason: n.Reason, At: e.s.stamp()}
+	if n.Receipt != nil {
+		ev.Receipt = n.Receipt.String()
+	}
+	e.s.opts.Events(ev)
+}
+
+func (e *execution) run(ctx context.Context) (*Record, error) {
+	wo := e.plan.WorkOrder
+	// Outputs of nodes accepted in an earlier process.
+	if err := e.loadDone(ctx); err != nil {
+		return nil, err
+	}
+	results := make(chan result)
+	active := 0
+	for {
+		e.block()
+		if ctx.Err() == nil {
+			for _, name := range wo.Order {
+				if active >= e.s.opts.Jobs {
+					break
+				}
+				n := e.rec.node(name)
+				if n.State != dag.Pending || !e.ready(name) {
+					continue
+				}
+				n.State = dag.Active
+				n.Attempts++
+				e.emit(n)
+				active++
+				go func(name string) { results <- e.invoke(ctx, name) }(name)
+			}
+		}
+		if active == 0 {
+			break
+		}
+		r := <-results
+		active--
+		// Group commit: take every result already waiting.
+		batch := []result{r}
+	drain:
+		for active > 0 {
+			select {
+			case r := <-results:
+				active--
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		if err := e.commit(ctx, batch); err != nil {
+			return nil, err
+		}
+	}
+	return e.settle(ctx)
+}
+
+// ready reports whether every need of name is done.
+func (e *execution) ready(name string) bool {
+	for _, up := range e.plan.WorkOrder.Upstream(name) {
+		if e.rec.node(up).State != dag.Done {
+			return false
+		}
+	}
+	return true
+}
+
+// block marks pending nodes downstream of a failed or blocked node as
+// blocked, linking the HALT receipt that blocks them.
+func (e *execution) block() {
+	for _, name := range e.plan.WorkOrder.Order {
+		n := e.rec.node(name)
+		if n.State != dag.Failed && n.State != dag.Blocked {
+			continue
+		}
+		cause := n.Receipt
+		if n.State == dag.Blocked {
+			cause = n.BlockedBy
+		}
+		for _, down := range e.plan.WorkOrder.Downstream(name) {
+			d := e.rec.node(down)
+			if d.State == dag.Pending {
+				d.State = dag.Blocked
+				d.BlockedBy = cause
+				d.Reason = "upstream " + name + " did not pass"
+				e.emit(d)
+			}
+		}
+	}
+}
+
+// loadDone reads the output documents of nodes done in an earlier process.
+func (e *execution) loadDone(ctx context.Context) error {
+	var done []*NodeRecord
+	for i := range e.rec.Nodes {
+		if e.rec.Nodes[i].State == dag.Done {
+			done = append(done, &e.rec.Nodes[i])
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, n := range done {
+		out, err := outputOf(ctx, st, n.Receipt.Cid)
+		if err != nil {
+			return fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		e.outputs[n.Name] = out
+		e.receipts[n.Name] = n.Receipt.Cid
+	}
+	return nil
+}
+
+// outputOf returns the output document of an accepted receipt.
+func outputOf(ctx context.Context, st cas.Store, receipt cid.Cid) (map[string]any, error) {
+	r, err := haygent.LoadReceipt(ctx, st, receipt)
+	if err != nil {
+		return nil, err
+	}
+	if r.Output == nil {
+		return nil, fmt.Errorf("receipt %s has no output", receipt)
+	}
+	var p haygent.Packet
+	err = st.View(ctx, r.Output.Cid, func(data []byte) error { return cas.Unmarshal(data, &p) })
+	if err != nil {
+		return nil, err
+	}
+	return p.Payload, nil
+}
+
+// invoke runs one node: input by pointer from upstream outputs, the memo
+// cache, the Haygent against a staging store, and the acceptance.
+func (e *execution) invoke(ctx context.Context, name string) result {
+	res := result{node: name}
+	fail := func(state, format string, args ...any) result {
+		res.state, res.reason = state, fmt.Sprintf(format, args...)
+		return res
+	}
+	wo := e.plan.WorkOrder
+	pkg := e.plan.Packages[name]
+	e.mu.Lock()
+	var upstream []cid.Cid
+	for _, up := range wo.Upstream(name) {
+		upstream = append(upstream, e.receipts[up])
+	}
+	outputs := e.outputs
+	input, err := wo.Nodes[name].Resolve(func(from, pointer string) (any, error) {
+		return dag.Lookup(outputs[from], pointer)
+	})
+	e.mu.Unlock()
+	if err != nil {
+		return fail(dag.Failed, "input: %v", err)
+	}
+	// The memo key: package, input, permissions, adapter.
+	stg := newStaging()
+	pkgCID, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
+	if err != nil {
+		return fail(dag.Failed, "package: %v", err)
+	}
+	inData, err := cas.EncodeNode(toNode(input))
+	if err != nil {
+		return fail(dag.Failed, "input: %v", err)
+	}
+	adapter := "none"
+	if e.s.opts.Adapter != nil {
+		adapter = e.s.opts.Adapter.Name() + "/" + e.s.opts.Adapter.Model()
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
+	res.memoKey = hex.EncodeToString(h.Sum(nil))
+	if !e.s.opts.NoCache {
+		if hit, ok := e.memo(ctx, res.memoKey); ok {
+			res.state, res.receipt, res.accept, res.memo = dag.Done, hit.receipt, hit.accept, true
+			return res
+		}
+	}
+	ws := ""
+	if e.s.opts.Workspace != nil {
+		if ws, err = e.s.opts.Workspace(name); err != nil {
+			return fail(dag.Failed, "workspace: %v", err)
+		}
+	}
+	e.s.mu.Lock()
+	e.s.ranNodes++
+	e.s.mu.Unlock()
+	res.attempted = true
+	out, err := haygent.Run(ctx, pkg, input, haygent.Options{
+		Store: stg, Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: ws,
+		RunID: e.rec.Run + "/" + name, Upstream: upstream,
+		CheckUpstream: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
+	})
+	if err != nil {
+		return fail(dag.Failed, "%v", err)
+	}
+	res.receipt = out.ReceiptCID
+	// Concluded: the Haygent says it is finished. Done only once accepted.
+	v, err := haygent.VerifyReceipt(ctx, stg, out.ReceiptCID, e.s.opts.Trusted)
+	if err != nil {
+		return fail(dag.Failed, "verify: %v", err)
+	}
+	acc := Acceptance{Type: TypeAcceptance, Receipt: cas.Link{Cid: out.ReceiptCID}, Status: v.Status,
+		Verifier: VerifierName, At: e.s.stamp(), Verdict: "accepted"}
+	for _, c := range v.Checks {
+		acc.Checks = append(acc.Checks, CheckRec{Name: c.Name, OK: c.OK, Detail: c.Detail})
+	}
+	if !v.OK() {
+		acc.Verdict = "rejected"
+	}
+	data, err := cas.Marshal(&acc)
+	if err != nil {
+		return fail(dag.Failed, "%v", err)
+	}
+	ab := cas.NewBlock(cas.DagCBOR, data)
+	if err := stg.Put(ctx, ab); err != nil {
+		return fail(dag.Failed, "%v", err)
+	}
+	res.accept = ab.CID()
+	res.blocks = stg.blocks()
+	switch {
+	case acc.Verdict != "accepted":
+		f := v.FirstFailure()
+		return fail(dag.Failed, "receipt rejected: %s: %s", f.Name, f.Detail)
+	case v.Status != haygent.StatusPass:
+		h := out.Receipt.Halt
+		return fail(dag.Failed, "HALT: %s %s: %s", h.FailedGate, h.Verdict, h.Reason)
+	}
+	res.state = dag.Done
+	return res
+}
+
+type memoHit struct{ receipt, accept cid.Cid }
+
+// memo looks the key up; a hit must still be an accepted PASS.
+func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return memoHit{}, false
+	}
+	defer st.Close()
+	c, err := st.GetRef(ctx, MemoNamespace, key)
+	if err != nil {
+		return memoHit{}, false
+	}
+	var acc Acceptance
+	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
+		return memoHit{}, false
+	}
+	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != haygent.StatusPass {
+		return memoHit{}, false
+	}
+	return memoHit{receipt: acc.Receipt.Cid, accept: c}, true
+}
+
+// checkUpstream is the runtime's re-check of an upstream receipt: it must
+// be the accepted receipt of a node of this run.
+func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range e.rec.Nodes {
+		if n.Receipt != nil && n.Receipt.Cid == c {
+			if n.State != dag.Done || n.Acceptance == nil {
+				return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("not the receipt of any done node of run %s", e.rec.Run)
+}
+
+// commit writes the blocks of finished nodes, their memo entries and the
+// new run record in one short transaction, then updates the in-memory
+// state.
+func (e *execution) commit(ctx context.Context, batch []result) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, err := e.s.opts.Store.Open(context.WithoutCancel(ctx), false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := cas.NewWriter(st)
+	for _, r := range batch {
+		for _, b := range r.blocks {
+			if err := w.Add(ctx, b); err != nil {
+				return err
+			}
+		}
+		n := e.rec.node(r.node)
+		n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
+		if r.receipt.Defined() {
+			n.Receipt = &cas.Link{Cid: r.receipt}
+		}
+		if r.accept.Defined() {
+			n.Acceptance = &cas.Link{Cid: r.accept}
+		}
+		if r.state == dag.Failed && ctx.Err() != nil && !r.receipt.Defined() {
+			n.State, n.Reason = dag.Cancelled, "cancelled"
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		return err
+	}
+	for _, r := range batch {
+		n := e.rec.node(r.node)
+		if n.State == dag.Done {
+			if !r.memo && r.memoKey != "" {
+				if err := st.SetRef(ctx, MemoNamespace, r.memoKey, r.accept); err != nil {
+					return err
+				}
+			}
+			out, err := outputOf(ctx, st, r.receipt)
+			if err != nil {
+				return fmt.Errorf("node %q: %w", r.node, err)
+			}
+			e.outputs[r.node] = out
+			e.receipts[r.node] = r.receipt
+		}
+		e.emit(n)
+	}
+	e.rec.Updated = e.s.stamp()
+	return e.saveRecord(ctx, st)
+}
+
+func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
+	blocks, root, err := encodeRecord(ctx, e.rec)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, blocks...); err != nil {
+		return err
+	}
+	return st.SetRef(ctx, RefNamespace, e.rec.Run, root)
+}
+
+// settle decides the run's outcome: done only when every required node is
+// done and no node the required ones depend on is pending, active or
+// blocked.
+func (e *execution) settle(ctx context.Context) (*Record, error) {
+	wo := e.plan.WorkOrder
+	mandatory := map[string]bool{}
+	for _, req := range wo.Required() {
+		mandatory[req] = true
+		for _, up := range upstreamClosure(wo, req) {
+			mandatory[up] = true
+		}
+	}
+	var stuck []string
+	for _, n := range e.rec.Nodes {
+		if !mandatory[n.Name] {
+			continue
+		}
+		if ctx.Err() != nil && n.State == dag.Pending {
+			n := e.rec.node(n.Name)
+			n.State, n.Reason = dag.Cancelled, "cancelled before it started"
+		}
+		if n.State != dag.Done {
+			stuck = append(stuck, n.Name+" ("+e.rec.node(n.Name).State+")")
+		}
+	}
+	switch {
+	case len(stuck) == 0:
+		e.rec.Status, e.rec.Reason = StatusDone, "every required node is done"
+	case ctx.Err() != nil:
+		e.rec.Status, e.rec.Reason = StatusCancelled, "cancelled: "+strings.Join(stuck, ", ")
+	default:
+		e.rec.Status, e.rec.Reason = StatusHalted, "not done: "+strings.Join(stuck, ", ")
+	}
+	e.rec.Updated = e.s.stamp()
+	st, err := e.s.opts.Store.Open(context.WithoutCancel(ctx), false)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if err := e.saveRecord(context.WithoutCancel(ctx), st); err != nil {
+		return nil, err
+	}
+	return e.rec, nil
+}
+
+func upstreamClosure(wo *dag.WorkOrder, node string) []string {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(n string) {
+		for _, up := range wo.Upstream(n) {
+			if !seen[up] {
+				seen[up] = true
+				walk(up)
+			}
+		}
+	}
+	walk(node)
+	var out []string
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

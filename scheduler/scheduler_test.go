@@ -1,0 +1,187 @@
+package scheduler_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/scheduler"
+)
+
+const workorders = "../fixtures/workorders/"
+
+var key = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+
+func run(t *testing.T, st cas.Store, file string, opts scheduler.Options) (*scheduler.Scheduler, *scheduler.Record) {
+	t.Helper()
+	plan, err := scheduler.Load(workorders + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Store, opts.Key = scheduler.Shared{Store: st}, key
+	s := scheduler.New(opts)
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, rec
+}
+
+func states(rec *scheduler.Record) map[string]string {
+	m := map[string]string{}
+	for _, n := range rec.Nodes {
+		m[n.Name] = n.State
+	}
+	return m
+}
+
+func TestPipelinePassesAndMemoizes(t *testing.T) {
+	st := memstore.New()
+	var events []scheduler.Event
+	s, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, Events: func(e scheduler.Event) { events = append(events, e) }})
+	if rec.Status != scheduler.StatusDone {
+		t.Fatalf("status %s: %s", rec.Status, rec.Reason)
+	}
+	for name, state := range states(rec) {
+		if state != dag.Done {
+			t.Errorf("node %s is %s", name, state)
+		}
+	}
+	// seed and left have the same package and input: one ran, one reused it.
+	if s.Ran() != 5 {
+		t.Errorf("ran %d invocations, want 5 (one memo hit inside the run)", s.Ran())
+	}
+	// Every done node has an accepted acceptance linking its receipt.
+	ctx := context.Background()
+	for _, n := range rec.Nodes {
+		var acc scheduler.Acceptance
+		if n.Acceptance == nil {
+			t.Fatalf("node %s has no acceptance", n.Name)
+		}
+		if err := st.View(ctx, n.Acceptance.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
+			t.Fatal(err)
+		}
+		if acc.Verdict != "accepted" || acc.Receipt.Cid != n.Receipt.Cid || len(acc.Checks) == 0 {
+			t.Errorf("node %s: acceptance %+v", n.Name, acc)
+		}
+	}
+	// The value flowed by pointer through the fan-out and fan-ins.
+	got, _, err := scheduler.LoadRecord(ctx, st, rec.Run)
+	if err != nil || got.Status != scheduler.StatusDone {
+		t.Fatalf("stored record: %v %v", got, err)
+	}
+	// A second identical run is all hits.
+	s2, rec2 := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+	if rec2.Status != scheduler.StatusDone || s2.Ran() != 0 {
+		t.Errorf("second run: %s, ran %d; want done with 0 runs", rec2.Status, s2.Ran())
+	}
+	for _, n := range rec2.Nodes {
+		if !n.Memo {
+			t.Errorf("second run: node %s not from the memo cache", n.Name)
+		}
+	}
+	// --no-cache runs everything.
+	s3, _ := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, NoCache: true})
+	if s3.Ran() != 6 {
+		t.Errorf("no-cache run ran %d, want 6", s3.Ran())
+	}
+	seen := map[string]bool{}
+	for _, e := range events {
+		seen[e.Node+":"+e.State] = true
+	}
+	if !seen["summary:active"] || !seen["summary:done"] {
+		t.Errorf("events %v lack summary's active and done", seen)
+	}
+}
+
+func TestHaltBlocksDownstreamOnly(t *testing.T) {
+	st := memstore.New()
+	_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})
+	if rec.Status != scheduler.StatusHalted {
+		t.Fatalf("status %s, want halted", rec.Status)
+	}
+	want := map[string]string{"probe": dag.Failed, "after-probe": dag.Blocked, "report-probe": dag.Blocked, "steady": dag.Done, "steady-next": dag.Done}
+	got := states(rec)
+	for n, s := range want {
+		if got[n] != s {
+			t.Errorf("node %s is %s, want %s", n, got[n], s)
+		}
+	}
+	var probe scheduler.NodeRecord
+	for _, n := range rec.Nodes {
+		if n.Name == "probe" {
+			probe = n
+		}
+		if n.State == dag.Blocked && (n.BlockedBy == nil || probe.Receipt == nil && n.BlockedBy == nil) {
+			t.Errorf("blocked node %s does not link the HALT receipt", n.Name)
+		}
+	}
+	for _, n := range rec.Nodes {
+		if n.State == dag.Blocked && n.BlockedBy.Cid != probe.Receipt.Cid {
+			t.Errorf("node %s blocked by %s, want the probe's HALT receipt %s", n.Name, n.BlockedBy, probe.Receipt)
+		}
+	}
+	if !strings.Contains(rec.Reason, "probe (failed)") {
+		t.Errorf("reason %q does not name the failed node", rec.Reason)
+	}
+}
+
+func TestInvalidWorkOrdersRunNothing(t *testing.T) {
+	for file, want := range map[string]string{
+		"cyclic.json":      "cycle alpha -> gamma -> beta -> alpha",
+		"bad-pointer.json": "not declared by the output contract",
+	} {
+		_, err := scheduler.Load(workorders + file)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, dag.ErrInvalid) {
+			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+}
+
+// Resume finishes a run from the store alone, without rerunning done nodes.
+func TestResumeSkipsDoneNodes(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	plan, err := scheduler.Load(workorders + "pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, NoCache: true})
+	id, err := s.Start(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Execute(ctx, plan, id); err != nil {
+		t.Fatal(err)
+	}
+	// Resume the finished run from the store alone: nothing runs again.
+	plan2, _, cleanup, err := scheduler.PlanFromStore(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s2 := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, NoCache: true})
+	rec, err := s2.Execute(ctx, plan2, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != scheduler.StatusDone || s2.Ran() != 0 {
+		t.Fatalf("resume: %s, ran %d", rec.Status, s2.Ran())
+	}
+	for _, n := range rec.Nodes {
+		if n.Attempts != 1 {
+			t.Errorf("node %s attempted %d times", n.Name, n.Attempts)
+		}
+	}
+}
