@@ -88,6 +88,7 @@ const maxGatesFile = cas.MaxBlockSize
 //     enter the upstream receipts the input packet records (a Work Order
 //     node's inputs): each of those is a receipt verified on its own, and
 //     a node's staging store need not hold them.
+//
 //   - "canonical form": the receipt, every transition, evidence object, gate
 //     result and slot call, every packet they link (transition input and
 //     output, receipt input and output, slot call projection and proposal)
@@ -96,6 +97,7 @@ const maxGatesFile = cas.MaxBlockSize
 //     snapshots decode with [cas.DecodeNode] as hg/permissions@1. Trees and
 //     files are checked for canonical form only where they are read (the
 //     package tree, below).
+//
 //   - "transition chain": from receipt.Head along Prior to a transition
 //     without one, seq runs exactly receipt.Transitions-1 down to 0, with no
 //     gap, repeat or reordering, and the count equals receipt.Transitions;
@@ -103,6 +105,7 @@ const maxGatesFile = cas.MaxBlockSize
 //     transition links carries that Run and the transition's Step and
 //     Attempt (anything else is a splice); only transitions of kind "gates"
 //     hold gate results, and those hold no evidence.
+//
 //   - "receipt index": the receipt's lists agree with its chain: Steps is
 //     the (step, kind, attempt, status) of each transition in order;
 //     Evidence, SlotCalls and Denied are the concatenation of the
@@ -110,12 +113,16 @@ const maxGatesFile = cas.MaxBlockSize
 //     list of the last gates transition; every transition names the
 //     receipt's Package and Permissions; Repairs is the head's Attempt; every
 //     halt.last_evidence link is evidence of the run.
+//
 //   - "signature": [Receipt.VerifySignature] over the receipt's own Signer.
+//
 //   - "trusted signer": the Signer is one of trusted. With no trusted keys
 //     this check fails ("no trusted keys given").
+//
 //   - "package gates": gates/gates.json is read from the receipt's Package
 //     tree in st (every tree node decoded strictly, the file verified) and
 //     parsed with [gate.Parse].
+//
 //   - "gate ID": for every transition of kind "gates" (the last one is the
 //     final evaluation; earlier ones are named "gate ID (seq N)"), each gate
 //     is evaluated again by this code with [gate.Compile] and
@@ -131,9 +138,22 @@ const maxGatesFile = cas.MaxBlockSize
 //     equal the recorded hg/gate@1 (the reason text is not compared: it is
 //     for people). A gate that no longer compiles, a recorded gate the
 //     package does not define, a gate recorded twice, and a package gate
-//     with no recorded result all fail.
+//     with no recorded result all fail; so does every gate of an evaluation
+//     whose evidence or time cannot be read. If the chain cannot be read in
+//     full, one failed check "gate evaluation" stands for all of them. A
+//     chain with no gates transition (a run that halted before the gates
+//     ran) has no gate lines.
+//
+//     Caveat: the runtime sets a mutation's LastChange from a clock reading
+//     taken just before the one it records as observed_at, and does not
+//     record the first. With a clock that advances between readings (or a
+//     fixed one) the verdicts agree; with a coarse clock that gives an
+//     earlier observation of the same subject the same instant as that
+//     first reading, the runtime can say PASS where this code says STALE,
+//     and the gate check fails.
+//
 //   - "status": the status is PASS or HALT. PASS requires no halt record,
-//     an output packet made against the output contract, a final gate
+//     an output packet whose schema is the output contract, a final gate
 //     evaluation that is the head of the chain, and every gate of the
 //     package recorded and recomputed PASS in it. HALT requires a halt
 //     record and no output; a halt that names a failed gate must match that
@@ -146,8 +166,11 @@ const maxGatesFile = cas.MaxBlockSize
 // input against the input contract; Used, Limitations, Artifacts (against
 // the mutation evidence) and the workspace snapshot (against the read
 // grants); the repair budget, name, version and objective against the
-// manifest; slot calls' raw responses against their verdicts and proposals;
-// the time stamps beyond those gates read, and the replay command. The
+// manifest; that the transitions follow the package's spine (a trusted
+// signer could drop an evidence-free step and renumber the chain); slot
+// calls' raw responses against their verdicts and proposals; the upstream
+// receipts; the time stamps beyond those gates read, and the replay
+// command. The
 // runtime records no approval evidence yet, so an approval's expiry is not
 // checked either: a gate on approval evidence is recomputed like any other,
 // on its predicate and max_age only.

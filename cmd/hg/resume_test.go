@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hgBinary returns a path that runs this test binary as hg (testscript's
+// TestMain dispatches on the program name).
+func hgBinary(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hg := filepath.Join(dir, "hg")
+	if err := os.Symlink(self, hg); err != nil {
+		t.Fatal(err)
+	}
+	return hg
+}
+
+type nodeStatus struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Attempts int64  `json:"attempts"`
+	Receipt  string `json:"receipt"`
+}
+
+type runStatus struct {
+	Status string       `json:"status"`
+	Nodes  []nodeStatus `json:"nodes"`
+}
+
+func status(t *testing.T, hg, store, run string) (runStatus, error) {
+	out, err := exec.Command(hg, "--store", store, "status", "--json", run).Output()
+	if err != nil {
+		return runStatus{}, err
+	}
+	var s runStatus
+	return s, json.Unmarshal(out, &s)
+}
+
+// TestKillAndResume kills `hg run` with SIGKILL in the middle of a Work
+// Order, checks the store is usable meanwhile and afterwards, and resumes
+// the run: nodes accepted before the kill never run again.
+func TestKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes several seconds")
+	}
+	hg := hgBinary(t)
+	store := filepath.Join(t.TempDir(), "store")
+	if out, err := exec.Command(hg, "--store", store, "init").CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	wo, _ := filepath.Abs("../../fixtures/workorders/slow-chain.json")
+	cmd := exec.Command(hg, "--store", store, "run", "-j", "1", wo)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "run ") {
+		cmd.Process.Kill()
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	run := strings.TrimSpace(strings.TrimPrefix(line, "run "))
+
+	// Wait until two nodes are done, using the store from "another
+	// terminal" meanwhile.
+	deadline := time.Now().Add(60 * time.Second)
+	var before runStatus
+	for {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("run never got two nodes done: %+v", before)
+		}
+		s, err := status(t, hg, store, run)
+		if err == nil {
+			before = s
+			done := 0
+			for _, n := range s.Nodes {
+				if n.State == "done" {
+					done++
+				}
+			}
+			if done >= 2 {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	put := exec.Command(hg, "--store", store, "put", "-")
+	put.Stdin = strings.NewReader("written while the run is active")
+	if out, err := put.CombinedOutput(); err != nil {
+		t.Errorf("hg put during the run: %v %s", err, out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	after, err := status(t, hg, store, run)
+	if err != nil {
+		t.Fatalf("status after the kill: %v", err)
+	}
+	if after.Status != "running" {
+		t.Fatalf("status after the kill %q, want running (the process died)", after.Status)
+	}
+	doneBefore := map[string]string{}
+	for _, n := range after.Nodes {
+		if n.State == "done" {
+			doneBefore[n.Name] = n.Receipt
+		}
+	}
+	if len(doneBefore) < 2 || len(doneBefore) == 4 {
+		t.Fatalf("killed with %d of 4 nodes done; the test needs a run cut in the middle", len(doneBefore))
+	}
+
+	var out bytes.Buffer
+	resume := exec.Command(hg, "--store", store, "resume", "--no-cache", run)
+	resume.Stdout, resume.Stderr = &out, &out
+	if err := resume.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	final, err := status(t, hg, store, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != "done" {
+		t.Fatalf("after resume: %s\n%s", final.Status, out.String())
+	}
+	for _, n := range final.Nodes {
+		if r, ok := doneBefore[n.Name]; ok {
+			if n.Attempts != 1 || n.Receipt != r {
+				t.Errorf("node %s was done before the kill, but resume touched it: attempts %d, receipt %s (was %s)", n.Name, n.Attempts, n.Receipt, r)
+			}
+		} else if n.State != "done" {
+			t.Errorf("node %s is %s after resume", n.Name, n.State)
+		}
+	}
+	if out, err := exec.Command(hg, "--store", store, "fsck").CombinedOutput(); err != nil {
+		t.Errorf("fsck after kill and resume: %v %s", err, out)
+	}
+}
