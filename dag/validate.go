@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Resolver tells Validate about the Haygents a Work Order names.
@@ -102,7 +103,7 @@ func (w *WorkOrder) Validate(res Resolver) error {
 	}
 
 	for _, c := range w.cycles() {
-		add(c[0], "needs", "cycle %s", joinArrow(c))
+		add(c[0], "needs", "cycle %s", strings.Join(c, " -> "))
 	}
 
 	seen := map[string]bool{}
@@ -116,17 +117,6 @@ func (w *WorkOrder) Validate(res Resolver) error {
 		seen[r] = true
 	}
 	return errors.Join(errs...)
-}
-
-func joinArrow(c []string) string {
-	s := ""
-	for i, n := range c {
-		if i > 0 {
-			s += " -> "
-		}
-		s += n
-	}
-	return s
 }
 
 // SchemaResolver returns a [Resolver] for Work Orders in directory base.

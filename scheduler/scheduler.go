@@ -157,16 +157,25 @@ func (s *Scheduler) Ran() int {
 
 func (s *Scheduler) stamp() string { return s.opts.Now().UTC().Format(time.RFC3339Nano) }
 
-// Start stores the Work Order and a new run record, and returns the run id.
-func (s *Scheduler) Start(ctx context.Context, plan *Plan) (string, error) {
-	var b [6]byte
-	rand.Read(b[:])
-	run := "run-" + s.opts.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+// Start stores the Work Order and a new run record, and returns the run id:
+// id if it is not empty, else a new one. An id already in use is an error.
+func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, error) {
+	run := id
+	if run == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		run = "run-" + s.opts.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	} else if !strings.HasPrefix(run, "run-") || cas.CheckPinName(run) != nil {
+		return "", fmt.Errorf("run id %q: want run- followed by letters, digits and ._-", run)
+	}
 	st, err := s.opts.Store.Open(ctx, false)
 	if err != nil {
 		return "", err
 	}
 	defer st.Close()
+	if _, err := st.GetRef(ctx, RefNamespace, run); err == nil {
+		return "", fmt.Errorf("run %s already exists (use 'hg resume %s')", run, run)
+	}
 	w := cas.NewWriter(st)
 	nodes := map[string]cid.Cid{}
 	for name, pkg := range plan.Packages {

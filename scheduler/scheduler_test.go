@@ -27,7 +27,7 @@ func run(t *testing.T, st cas.Store, file string, opts scheduler.Options) (*sche
 	opts.Store, opts.Key = scheduler.Shared{Store: st}, key
 	s := scheduler.New(opts)
 	ctx := context.Background()
-	id, err := s.Start(ctx, plan)
+	id, err := s.Start(ctx, plan, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestResumeSkipsDoneNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, NoCache: true})
-	id, err := s.Start(ctx, plan)
+	id, err := s.Start(ctx, plan, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		jobs                    int
 		noCache, dryRun, asJSON bool
 		adapterSpec, model      string
+		runID                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--json]",
@@ -52,10 +53,11 @@ Work Order (nothing runs).`,
 				}
 				return nil
 			}
-			return runPlan(cmd.Context(), g, plan, "", jobs, noCache, asJSON, adapterSpec, model)
+			return runPlan(cmd.Context(), g, plan, runID, false, jobs, noCache, asJSON, adapterSpec, model)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
+	cmd.Flags().StringVar(&runID, "run-id", "", "name the run `run-NAME` instead of a generated id")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "run every node, even when an accepted receipt for the same work exists")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the plan in waves; run nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
@@ -85,7 +87,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cleanup()
-			return runPlan(cmd.Context(), g, plan, args[0], jobs, noCache, asJSON, adapterSpec, model)
+			return runPlan(cmd.Context(), g, plan, args[0], true, jobs, noCache, asJSON, adapterSpec, model)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -96,7 +98,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, jobs int, noCache, asJSON bool, adapterSpec, model string) error {
+func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume bool, jobs int, noCache, asJSON bool, adapterSpec, model string) error {
 	adapter, err := newAdapter(adapterSpec, model)
 	if err != nil {
 		return err
@@ -129,8 +131,8 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		}
 	}
 	s := scheduler.New(opts)
-	if run == "" {
-		if run, err = s.Start(ctx, plan); err != nil {
+	if !resume {
+		if run, err = s.Start(ctx, plan, run); err != nil {
 			return err
 		}
 	}
@@ -143,7 +145,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if err != nil {
 		return err
 	}
-	var blocking []string
+	blocking := []string{}
 	for _, n := range rec.Nodes {
 		if n.State == dag.Failed && n.Receipt != nil {
 			blocking = append(blocking, n.Name+" "+n.Receipt.String())
