@@ -110,27 +110,39 @@ func (w *WorkOrder) Waves() [][]string {
 	return waves
 }
 
+// maxCycles bounds the cycles Validate reports, so that a hostile Work
+// Order cannot make it search for long: each costs a breadth-first search.
+const maxCycles = 32
+
 // cycles finds the cycles to report: within each strongly connected group
-// of two or more nodes, the shortest cycle through each node not yet on a
-// reported one, visiting the nodes in sorted order. Each cycle is rotated
-// to start at its smallest node and ends where it starts; the list is
-// sorted.
-func (w *WorkOrder) cycles() [][]string {
+// of two or more nodes (groups taken in the order of their smallest node),
+// the shortest cycle through each node not yet on a reported one, visiting
+// the nodes in sorted order, until maxCycles are found. Each cycle is
+// rotated to start at its smallest node and ends where it starts; the list
+// is sorted. more counts the nodes on cycles that no reported cycle shows.
+func (w *WorkOrder) cycles() (out [][]string, more int) {
 	edges := w.edges()
-	var out [][]string
-	seen := map[string]bool{}
+	var groups [][]string
 	for _, comp := range components(w.Order, edges) {
-		if len(comp) < 2 {
-			continue
+		if len(comp) >= 2 {
+			slices.Sort(comp)
+			groups = append(groups, comp)
 		}
+	}
+	slices.SortFunc(groups, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	seen := map[string]bool{}
+	for _, comp := range groups {
 		in := map[string]bool{}
 		for _, n := range comp {
 			in[n] = true
 		}
 		covered := map[string]bool{}
-		slices.Sort(comp)
 		for _, start := range comp {
 			if covered[start] {
+				continue
+			}
+			if len(out) == maxCycles {
+				more++
 				continue
 			}
 			c := shortestCycle(start, edges, in)
@@ -145,7 +157,7 @@ func (w *WorkOrder) cycles() [][]string {
 		}
 	}
 	slices.SortFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
-	return out
+	return out, more
 }
 
 // shortestCycle returns the shortest cycle from start back to start within

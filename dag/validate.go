@@ -102,8 +102,12 @@ func (w *WorkOrder) Validate(res Resolver) error {
 		}
 	}
 
-	for _, c := range w.cycles() {
+	cycles, more := w.cycles()
+	for _, c := range cycles {
 		add(c[0], "needs", "cycle %s", strings.Join(c, " -> "))
+	}
+	if more > 0 {
+		add("", "nodes", "%d more nodes lie on cycles not listed here", more)
 	}
 
 	seen := map[string]bool{}

@@ -62,7 +62,7 @@ func LoadLedger(ctx context.Context, st cas.Store, c cid.Cid) (*Ledger, error) {
 			return nil, fmt.Errorf("%s is not a transition: %w", next.Cid, cas.ErrInvalid)
 		}
 		l.Transitions = append(l.Transitions, &t)
-		if int64(len(l.Transitions)) > r.Transitions+1 {
+		if int64(len(l.Transitions)) > r.Transitions {
 			return nil, fmt.Errorf("receipt %s: the chain is longer than the %d transitions it claims: %w", c, r.Transitions, cas.ErrInvalid)
 		}
 		next = t.Prior

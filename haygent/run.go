@@ -409,11 +409,26 @@ func orEmpty(l []cas.Link) []cas.Link {
 
 // observe stores one piece of evidence and keeps it for the gates.
 func (r *runner) observe(step, kind, subject string, data map[string]any) (cas.Link, error) {
-	at := r.now()
+	return r.observeAt(step, kind, subject, data, r.now())
+}
+
+// observeAt records evidence observed at a given instant. The gates judge
+// the data exactly as stored: it goes through the canonical encoding
+// first, so what the runtime evaluates and what a verifier reads back are
+// the same values.
+func (r *runner) observeAt(step, kind, subject string, data map[string]any, at time.Time) (cas.Link, error) {
+	enc, err := cas.EncodeNode(toDataModel(data))
+	if err != nil {
+		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
+	}
+	stored, err := cas.DecodeNode(enc)
+	if err != nil {
+		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
+	}
 	cov := evidence.CoverageOf(kind)
 	ev := Evidence{
 		Type: TypeEvidence, Run: r.opts.RunID, Step: step, Attempt: r.attempt, Kind: kind, Subject: subject,
-		Data: toDataModel(data).(map[string]any), ObservedAt: stamp(at),
+		Data: stored.(map[string]any), ObservedAt: stamp(at),
 		Coverage: Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
 	}
 	link, err := r.put(&ev)
@@ -645,7 +660,7 @@ func (r *runner) mutation(step, path, before, after string) (cas.Link, error) {
 	}
 	r.lastChange["file:"+path] = at
 	r.used["write:file:"+path] = true
-	return r.observe(step, evidence.KindMutation, "file:"+path, data)
+	return r.observeAt(step, evidence.KindMutation, "file:"+path, data, at)
 }
 
 // ---- builtin steps ----
