@@ -35,7 +35,7 @@
 //	nodes      required; an object from node name to node
 //	outcome    optional; {"require": [NODE, ...]}: the nodes whose success
 //	           is the Work Order's success. Absent or empty, every node is
-//	           required (see [WorkOrder.Required]).
+//	           required (see WorkOrder.Required).
 //
 // A node name matches [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. A node has:
 //
@@ -101,8 +101,10 @@
 // b". Each strongly connected group of nodes is reported by the shortest
 // cycles through its nodes, until every node of the group appears in one;
 // each cycle starts and ends at its lexicographically smallest node and is
-// reported on that node. A node that needs itself is reported as
-// "depends on itself", not as a cycle.
+// reported on that node. At most 32 cycles are listed; one more problem,
+// `field "nodes": N more nodes lie on cycles not listed here`, counts the
+// rest. A node that needs itself is reported as "depends on itself", not
+// as a cycle.
 //
 // Haygents are checked through a [Resolver]: the package must exist, and
 // every pointer of a reference must name a field the upstream package's

@@ -2,7 +2,9 @@ package dag_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/dag"
@@ -137,6 +139,27 @@ func TestValidateErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestValidateCycleLimit(t *testing.T) {
+	// 40 pairs that need each other: 32 cycles are listed, and the 16
+	// nodes of the other 8 are counted.
+	var b strings.Builder
+	b.WriteString(`{"workorder":"w","objective":"o","nodes":{`)
+	for i := range 40 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"a%02d":{"haygent":"echo","needs":["b%02d"]},"b%02d":{"haygent":"echo","needs":["a%02d"]}`, i, i, i, i)
+	}
+	b.WriteString("}}")
+	got := messages(mustParse(t, b.String()).Validate(nil))
+	var want []string
+	for i := range 32 {
+		want = append(want, fmt.Sprintf(`node "a%02d": field "needs": cycle a%02d -> b%02d -> a%02d`, i, i, i, i))
+	}
+	want = append(want, `field "nodes": 16 more nodes lie on cycles not listed here`)
+	equalLines(t, "problems", got, want)
 }
 
 func TestValidateNilResolver(t *testing.T) {

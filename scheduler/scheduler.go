@@ -249,9 +249,57 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 			rec.Nodes[i].State = dag.Pending // died mid-node: run it again
 		}
 	}
+	for i := range rec.Nodes {
+		if rec.Nodes[i].State == dag.Cancelled {
+			rec.Nodes[i].State, rec.Nodes[i].Reason = dag.Pending, ""
+		}
+	}
 	rec.Status = StatusRunning
-	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}}
+	// Resuming is a decision to go on: it withdraws an earlier cancel.
+	if st, err := s.opts.Store.Open(ctx, false); err == nil {
+		_ = st.DeleteRef(ctx, CancelNamespace, run)
+		st.Close()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, cancel: cancel}
 	return e.run(ctx)
+}
+
+// CancelNamespace holds cancel requests: cancel/RUN exists while a cancel
+// of RUN is pending.
+const CancelNamespace = "cancel"
+
+// Cancel stops a run: it records the request, which a process executing
+// the run notices at its next commit (its running steps are killed, its
+// finished receipts kept), and marks every node that is not finished
+// cancelled in the stored record, for a run no process is executing.
+func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Record, error) {
+	rec, c, err := LoadRecord(ctx, st, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SetRef(ctx, CancelNamespace, run, c); err != nil {
+		return nil, err
+	}
+	for i := range rec.Nodes {
+		switch rec.Nodes[i].State {
+		case dag.Pending, dag.Ready, dag.Active, dag.Concluded:
+			rec.Nodes[i].State, rec.Nodes[i].Reason = dag.Cancelled, "cancelled on request"
+		}
+	}
+	if rec.Status == StatusRunning {
+		rec.Status, rec.Reason = StatusCancelled, "cancelled on request"
+	}
+	rec.Updated = now.UTC().Format(time.RFC3339Nano)
+	blocks, root, err := encodeRecord(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Put(ctx, blocks...); err != nil {
+		return nil, err
+	}
+	return rec, st.SetRef(ctx, RefNamespace, run, root)
 }
 
 // execution is one Execute in progress.
@@ -263,6 +311,7 @@ type execution struct {
 	rec      *Record
 	outputs  map[string]map[string]any // accepted output documents, by node
 	receipts map[string]cid.Cid
+	cancel   context.CancelFunc
 }
 
 type result struct {
@@ -317,7 +366,13 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		if active == 0 {
 			break
 		}
-		r := <-results
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(500 * time.Millisecond):
+			e.pollCancel(ctx)
+			continue
+		}
 		active--
 		// Group commit: take every result already waiting.
 		batch := []result{r}
@@ -336,6 +391,18 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		}
 	}
 	return e.settle(ctx)
+}
+
+// pollCancel looks for a cancel request while nodes run.
+func (e *execution) pollCancel(ctx context.Context) {
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
+		e.cancel()
+	}
 }
 
 // ready reports whether every need of name is done.
@@ -606,7 +673,10 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 		e.emit(n)
 	}
 	e.rec.Updated = e.s.stamp()
-	return e.saveRecord(ctx, st)
+	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
+		e.cancel() // hg cancel from another process
+	}
+	return e.saveRecord(context.WithoutCancel(ctx), st)
 }
 
 func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
@@ -632,14 +702,17 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 			mandatory[up] = true
 		}
 	}
+	if ctx.Err() != nil {
+		for i := range e.rec.Nodes {
+			if n := &e.rec.Nodes[i]; n.State == dag.Pending || n.State == dag.Blocked {
+				n.State, n.Reason = dag.Cancelled, "cancelled before it started"
+			}
+		}
+	}
 	var stuck []string
 	for _, n := range e.rec.Nodes {
 		if !mandatory[n.Name] {
 			continue
-		}
-		if ctx.Err() != nil && n.State == dag.Pending {
-			n := e.rec.node(n.Name)
-			n.State, n.Reason = dag.Cancelled, "cancelled before it started"
 		}
 		if n.State != dag.Done {
 			stuck = append(stuck, n.Name+" ("+e.rec.node(n.Name).State+")")

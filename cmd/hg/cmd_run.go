@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
@@ -166,6 +167,27 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		return fmt.Errorf("run %s cancelled", run)
 	}
 	return haltError{fmt.Sprintf("run %s did not reach its outcome: %s", run, rec.Reason)}
+}
+
+func newCancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "stop a run: running steps are killed, finished receipts kept, the rest cancelled",
+		Args:  exactArgs(1, "one RUN id"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, err := g.openStore(false, commandLine(g.args))
+			if err != nil {
+				return err
+			}
+			defer closeStore(st, &err)
+			rec, err := scheduler.Cancel(cmd.Context(), st, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			g.ui.printf("%s: %s\n", rec.Run, rec.Status)
+			return nil
+		},
+	}
 }
 
 func newStatusCmd(g *globals) *cobra.Command {

@@ -154,3 +154,64 @@ func TestKillAndResume(t *testing.T) {
 		t.Errorf("fsck after kill and resume: %v %s", err, out)
 	}
 }
+
+// TestCancel cancels a run another process is executing: its running step
+// is killed, its finished receipts kept, the rest cancelled.
+func TestCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes several seconds")
+	}
+	hg := hgBinary(t)
+	store := filepath.Join(t.TempDir(), "store")
+	if out, err := exec.Command(hg, "--store", store, "init").CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	wo, _ := filepath.Abs("../../fixtures/workorders/slow-chain.json")
+	cmd := exec.Command(hg, "--store", store, "run", "--run-id", "run-c", wo)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s, err := status(t, hg, store, "run-c")
+		if err == nil && len(s.Nodes) > 0 && s.Nodes[0].State == "done" {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("n1 never finished: %s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if o, err := exec.Command(hg, "--store", store, "cancel", "run-c").CombinedOutput(); err != nil {
+		t.Fatalf("cancel: %v %s", err, o)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("a cancelled run exited 0:\n%s", out.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the run did not stop after cancel")
+	}
+	s, err := status(t, hg, store, "run-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != "cancelled" {
+		t.Errorf("status %s, want cancelled\n%s", s.Status, out.String())
+	}
+	for _, n := range s.Nodes {
+		switch {
+		case n.Name == "n1" && (n.State != "done" || n.Receipt == ""):
+			t.Errorf("n1 finished before the cancel but is %s", n.State)
+		case n.Name != "n1" && n.State != "cancelled" && n.State != "done":
+			t.Errorf("node %s is %s after cancel", n.Name, n.State)
+		}
+	}
+}
