@@ -1,0 +1,91 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/scheduler"
+)
+
+// writeWorkOrder writes a Work Order of n echo nodes shaped as a chain
+// (each node needs the one before) or a fan-out (one root, n-1 leaves).
+func writeWorkOrder(b *testing.B, n int, shape string) string {
+	echo, err := filepath.Abs("../fixtures/haygents/echo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes := map[string]any{}
+	for i := range n {
+		name := fmt.Sprintf("n%06d", i)
+		node := map[string]any{"haygent": echo, "input": map[string]any{"value": i}}
+		var up string
+		switch {
+		case i == 0:
+		case shape == "chain":
+			up = fmt.Sprintf("n%06d", i-1)
+		default:
+			up = "n000000"
+		}
+		if up != "" {
+			node["needs"] = []string{up}
+			node["input"] = map[string]any{"value": map[string]any{"from": up, "pointer": "/value"}, "i": i}
+		}
+		nodes[name] = node
+	}
+	data, err := json.Marshal(map[string]any{"workorder": shape, "objective": "measure the scheduler", "nodes": nodes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), shape+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkScheduler measures the time per node of Work Orders of
+// builtin-only Haygents, receipts signed, verified, accepted and stored
+// (in memory), chains and wide fan-outs. Target: at most 200 µs per node
+// at 10,000 nodes. 100,000 nodes run only with HG_BENCH_100K=1.
+func BenchmarkScheduler(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if os.Getenv("HG_BENCH_100K") != "" {
+		sizes = append(sizes, 100000)
+	}
+	for _, shape := range []string{"chain", "fanout"} {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s-%d", shape, n), func(b *testing.B) {
+				plan, err := scheduler.Load(writeWorkOrder(b, n, shape))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var total time.Duration
+				for range b.N {
+					st := memstore.New()
+					s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Jobs: 2, NoCache: true})
+					ctx := context.Background()
+					start := time.Now()
+					id, err := s.Start(ctx, plan, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					rec, err := s.Execute(ctx, plan, id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += time.Since(start)
+					if rec.Status != scheduler.StatusDone {
+						b.Fatalf("status %s: %s", rec.Status, rec.Reason)
+					}
+				}
+				b.ReportMetric(float64(total.Microseconds())/float64(b.N*n), "µs/node")
+			})
+		}
+	}
+}
