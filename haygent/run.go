@@ -58,6 +58,9 @@ type Options struct {
 	Replay string
 	// Log, if set, is told of each step as it starts and ends.
 	Log func(format string, args ...any)
+	// PackageCID, if defined, is the CID of the package tree, already in
+	// Store: the runtime then does not store the package again.
+	PackageCID cid.Cid
 	// Upstream lists the accepted receipts the input was built from (in a
 	// Work Order); they are recorded in the input packet.
 	Upstream []cid.Cid
@@ -166,7 +169,12 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	r.artifacts = map[string]Artifact{}
 	r.lastChange = map[string]time.Time{}
 	var err error
-	if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
+	if r.opts.PackageCID.Defined() {
+		if ok, err := r.st.Has(r.ctx, r.opts.PackageCID); err != nil || !ok {
+			return nil, fmt.Errorf("package %s is not in the store", r.opts.PackageCID)
+		}
+		r.pkgCID = r.opts.PackageCID
+	} else if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
 	inPacket := &Packet{Type: TypePacket, Schema: InputSchema, Payload: toDataModel(input).(map[string]any)}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -904,15 +906,43 @@ func (vr *verifier) packageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check
 	}
 	var probs problems
 	seen := map[string]bool{}
-	compiled := make([]compiledGate, len(specs))
-	for i, s := range specs {
+	for _, s := range specs {
 		if seen[s.ID] {
 			probs.add("package %s defines gate %q twice", r.Package.Cid, s.ID)
 		}
 		seen[s.ID] = true
-		compiled[i].g, compiled[i].err = gate.Compile(s)
 	}
+	compiled := compileGates(data, specs)
 	return specs, compiled, probs.check(CheckPackageGates, fmt.Sprintf("%d gates in %s of package %s", len(specs), GatesFile, r.Package.Cid)), nil
+}
+
+// gateCache keeps compiled gates by the digest of the gates.json they came
+// from: compiling CEL costs far more than evaluating it, and a scheduler
+// verifies many receipts of the same package. Compiled gates are immutable.
+var gateCache struct {
+	sync.Mutex
+	m map[[32]byte][]compiledGate
+}
+
+func compileGates(data []byte, specs []gate.Spec) []compiledGate {
+	key := sha256.Sum256(data)
+	gateCache.Lock()
+	c, ok := gateCache.m[key]
+	gateCache.Unlock()
+	if ok {
+		return c
+	}
+	c = make([]compiledGate, len(specs))
+	for i, s := range specs {
+		c[i].g, c[i].err = gate.Compile(s)
+	}
+	gateCache.Lock()
+	if gateCache.m == nil || len(gateCache.m) > 256 {
+		gateCache.m = map[[32]byte][]compiledGate{}
+	}
+	gateCache.m[key] = c
+	gateCache.Unlock()
+	return c
 }
 
 type compiledGate struct {

@@ -92,9 +92,13 @@ func Load(path string) (*Plan, error) {
 		return nil, err
 	}
 	pkgs := map[string]*haygent.Package{}
+	checked := map[string]bool{}
 	res := dag.SchemaResolver(dir, func(d string) (map[string]any, error) {
-		if _, err := haygent.Load(d); err != nil {
-			return nil, err
+		if !checked[d] {
+			if _, err := haygent.Load(d); err != nil {
+				return nil, err
+			}
+			checked[d] = true
 		}
 		raw, err := os.ReadFile(filepath.Join(d, haygent.OutputSchema))
 		if err != nil {
@@ -109,15 +113,19 @@ func Load(path string) (*Plan, error) {
 	if err := wo.Validate(res); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	byDir := map[string]*haygent.Package{}
 	for _, name := range wo.Order {
 		n := wo.Nodes[name]
 		pdir := n.Haygent
 		if !filepath.IsAbs(pdir) {
 			pdir = filepath.Join(dir, filepath.FromSlash(pdir))
 		}
-		pkg, err := haygent.Load(pdir)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", name, err)
+		pkg, ok := byDir[pdir]
+		if !ok {
+			if pkg, err = haygent.Load(pdir); err != nil {
+				return nil, fmt.Errorf("node %q: %w", name, err)
+			}
+			byDir[pdir] = pkg
 		}
 		pkgs[name] = pkg
 	}
@@ -178,16 +186,21 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 	}
 	w := cas.NewWriter(st)
 	nodes := map[string]cid.Cid{}
+	stored := map[string]cid.Cid{} // by package directory
 	for name, pkg := range plan.Packages {
-		stg := newStaging()
-		c, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
-		if err != nil {
-			return "", err
-		}
-		for _, blk := range stg.blocks() {
-			if err := w.Add(ctx, blk); err != nil {
+		c, ok := stored[pkg.Dir]
+		if !ok {
+			stg := newStaging()
+			var err error
+			if c, err = cas.PutTree(ctx, stg, pkg.Dir, nil); err != nil {
 				return "", err
 			}
+			for _, blk := range stg.blocks() {
+				if err := w.Add(ctx, blk); err != nil {
+					return "", err
+				}
+			}
+			stored[pkg.Dir] = c
 		}
 		nodes[plan.WorkOrder.Nodes[name].Haygent] = c
 	}
@@ -312,6 +325,37 @@ type execution struct {
 	outputs  map[string]map[string]any // accepted output documents, by node
 	receipts map[string]cid.Cid
 	cancel   context.CancelFunc
+
+	pkgMu    sync.Mutex
+	pkgCache map[string]pkgBlocks // by package directory
+}
+
+// pkgBlocks is a package stored once and handed to every node's staging
+// store.
+type pkgBlocks struct {
+	root   cid.Cid
+	blocks []cas.Block
+}
+
+// packageBlocks returns the blocks of a package tree, stored once per
+// execution.
+func (e *execution) packageBlocks(ctx context.Context, pkg *haygent.Package) (pkgBlocks, error) {
+	e.pkgMu.Lock()
+	defer e.pkgMu.Unlock()
+	if pb, ok := e.pkgCache[pkg.Dir]; ok {
+		return pb, nil
+	}
+	stg := newStaging()
+	c, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
+	if err != nil {
+		return pkgBlocks{}, err
+	}
+	pb := pkgBlocks{root: c, blocks: stg.blocks()}
+	if e.pkgCache == nil {
+		e.pkgCache = map[string]pkgBlocks{}
+	}
+	e.pkgCache[pkg.Dir] = pb
+	return pb, nil
 }
 
 type result struct {
@@ -324,6 +368,8 @@ type result struct {
 	blocks    []cas.Block
 	memoKey   string
 	attempted bool
+	output    map[string]any // the accepted output document, when done
+	cancelled bool
 }
 
 func (e *execution) emit(n *NodeRecord) {
@@ -345,6 +391,8 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	}
 	results := make(chan result)
 	active := 0
+	var pending []result
+	lastCommit := time.Now()
 	for {
 		e.block()
 		if ctx.Err() == nil {
@@ -374,7 +422,9 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			continue
 		}
 		active--
-		// Group commit: take every result already waiting.
+		// Take every result already waiting, apply them at once so that
+		// downstream nodes can start, and write them out in one short
+		// transaction at most every commitEvery, or when nothing runs.
 		batch := []result{r}
 	drain:
 		for active > 0 {
@@ -386,7 +436,17 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 				break drain
 			}
 		}
-		if err := e.commit(ctx, batch); err != nil {
+		e.apply(batch)
+		pending = append(pending, batch...)
+		if active == 0 || time.Since(lastCommit) >= commitEvery {
+			if err := e.commit(ctx, pending); err != nil {
+				return nil, err
+			}
+			pending, lastCommit = nil, time.Now()
+		}
+	}
+	if len(pending) > 0 {
+		if err := e.commit(ctx, pending); err != nil {
 			return nil, err
 		}
 	}
@@ -489,6 +549,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	res := result{node: name}
 	fail := func(state, format string, args ...any) result {
 		res.state, res.reason = state, fmt.Sprintf(format, args...)
+		res.cancelled = ctx.Err() != nil && !res.receipt.Defined()
 		return res
 	}
 	wo := e.plan.WorkOrder
@@ -507,9 +568,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "input: %v", err)
 	}
 	// The memo key: package, input, permissions, adapter.
-	stg := newStaging()
-	pkgCID, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
+	pb, err := e.packageBlocks(ctx, pkg)
 	if err != nil {
+		return fail(dag.Failed, "package: %v", err)
+	}
+	pkgCID := pb.root
+	stg := newStaging()
+	if err := stg.Put(ctx, pb.blocks...); err != nil {
 		return fail(dag.Failed, "package: %v", err)
 	}
 	inData, err := cas.EncodeNode(toNode(input))
@@ -525,7 +590,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	res.memoKey = hex.EncodeToString(h.Sum(nil))
 	if !e.s.opts.NoCache {
 		if hit, ok := e.memo(ctx, res.memoKey); ok {
-			res.state, res.receipt, res.accept, res.memo = dag.Done, hit.receipt, hit.accept, true
+			res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
 			return res
 		}
 	}
@@ -540,7 +605,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	e.s.mu.Unlock()
 	res.attempted = true
 	out, err := haygent.Run(ctx, pkg, input, haygent.Options{
-		Store: stg, Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: ws,
+		Store: stg, Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: ws, PackageCID: pkgCID,
 		RunID: e.rec.Run + "/" + name, Upstream: upstream,
 		CheckUpstream: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
 	})
@@ -579,11 +644,17 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		h := out.Receipt.Halt
 		return fail(dag.Failed, "HALT: %s %s: %s", h.FailedGate, h.Verdict, h.Reason)
 	}
+	if res.output, err = outputOf(ctx, stg, out.ReceiptCID); err != nil {
+		return fail(dag.Failed, "output: %v", err)
+	}
 	res.state = dag.Done
 	return res
 }
 
-type memoHit struct{ receipt, accept cid.Cid }
+type memoHit struct {
+	receipt, accept cid.Cid
+	output          map[string]any
+}
 
 // memo looks the key up; a hit must still be an accepted PASS.
 func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
@@ -603,7 +674,11 @@ func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
 	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != haygent.StatusPass {
 		return memoHit{}, false
 	}
-	return memoHit{receipt: acc.Receipt.Cid, accept: c}, true
+	out, err := outputOf(ctx, st, acc.Receipt.Cid)
+	if err != nil {
+		return memoHit{}, false
+	}
+	return memoHit{receipt: acc.Receipt.Cid, accept: c, output: out}, true
 }
 
 // checkUpstream is the runtime's re-check of an upstream receipt: it must
@@ -622,13 +697,42 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 	return fmt.Errorf("not the receipt of any done node of run %s", e.rec.Run)
 }
 
+// commitEvery bounds how long accepted nodes wait to be written out; a
+// crash loses at most that much accepted work, which then runs again.
+const commitEvery = 100 * time.Millisecond
+
+// apply records finished nodes in memory, so that their downstream nodes
+// can start at once.
+func (e *execution) apply(batch []result) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range batch {
+		n := e.rec.node(r.node)
+		n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
+		if r.receipt.Defined() {
+			n.Receipt = &cas.Link{Cid: r.receipt}
+		}
+		if r.accept.Defined() {
+			n.Acceptance = &cas.Link{Cid: r.accept}
+		}
+		if r.state == dag.Failed && r.cancelled {
+			n.State, n.Reason = dag.Cancelled, "cancelled"
+		}
+		if n.State == dag.Done {
+			e.outputs[r.node] = r.output
+			e.receipts[r.node] = r.receipt
+		}
+		e.emit(n)
+	}
+}
+
 // commit writes the blocks of finished nodes, their memo entries and the
-// new run record in one short transaction, then updates the in-memory
-// state.
+// run record in one short transaction.
 func (e *execution) commit(ctx context.Context, batch []result) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st, err := e.s.opts.Store.Open(context.WithoutCancel(ctx), false)
+	ctx = context.WithoutCancel(ctx)
+	st, err := e.s.opts.Store.Open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -640,43 +744,22 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 				return err
 			}
 		}
-		n := e.rec.node(r.node)
-		n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
-		if r.receipt.Defined() {
-			n.Receipt = &cas.Link{Cid: r.receipt}
-		}
-		if r.accept.Defined() {
-			n.Acceptance = &cas.Link{Cid: r.accept}
-		}
-		if r.state == dag.Failed && ctx.Err() != nil && !r.receipt.Defined() {
-			n.State, n.Reason = dag.Cancelled, "cancelled"
-		}
 	}
 	if err := w.Flush(ctx); err != nil {
 		return err
 	}
 	for _, r := range batch {
-		n := e.rec.node(r.node)
-		if n.State == dag.Done {
-			if !r.memo && r.memoKey != "" {
-				if err := st.SetRef(ctx, MemoNamespace, r.memoKey, r.accept); err != nil {
-					return err
-				}
+		if r.state == dag.Done && !r.memo && r.memoKey != "" {
+			if err := st.SetRef(ctx, MemoNamespace, r.memoKey, r.accept); err != nil {
+				return err
 			}
-			out, err := outputOf(ctx, st, r.receipt)
-			if err != nil {
-				return fmt.Errorf("node %q: %w", r.node, err)
-			}
-			e.outputs[r.node] = out
-			e.receipts[r.node] = r.receipt
 		}
-		e.emit(n)
 	}
 	e.rec.Updated = e.s.stamp()
 	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
 		e.cancel() // hg cancel from another process
 	}
-	return e.saveRecord(context.WithoutCancel(ctx), st)
+	return e.saveRecord(ctx, st)
 }
 
 func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
