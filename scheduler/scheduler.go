@@ -50,6 +50,9 @@ type Options struct {
 	// Workspace, if set, returns the workspace directory of a node; by
 	// default each node gets a new empty directory.
 	Workspace func(node string) (string, error)
+	// Engine runs the invocations; nil means [Local] with Key, Adapter
+	// and Workspace.
+	Engine Engine
 	// Events, if set, is told of every change of a node's state.
 	Events func(Event)
 	Now    func() time.Time
@@ -573,10 +576,6 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "package: %v", err)
 	}
 	pkgCID := pb.root
-	stg := newStaging()
-	if err := stg.Put(ctx, pb.blocks...); err != nil {
-		return fail(dag.Failed, "package: %v", err)
-	}
 	inData, err := cas.EncodeNode(toNode(input))
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
@@ -594,31 +593,31 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 			return res
 		}
 	}
-	ws := ""
-	if e.s.opts.Workspace != nil {
-		if ws, err = e.s.opts.Workspace(name); err != nil {
-			return fail(dag.Failed, "workspace: %v", err)
-		}
-	}
 	e.s.mu.Lock()
 	e.s.ranNodes++
 	e.s.mu.Unlock()
 	res.attempted = true
-	out, err := haygent.Run(ctx, pkg, input, haygent.Options{
-		Store: stg, Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: ws, PackageCID: pkgCID,
-		RunID: e.rec.Run + "/" + name, Upstream: upstream,
-		CheckUpstream: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
+	out, err := e.engine().Invoke(ctx, Invocation{
+		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
+		Input: input, Upstream: upstream,
+		Check: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
 	})
 	if err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
-	res.receipt = out.ReceiptCID
-	// Concluded: the Haygent says it is finished. Done only once accepted.
-	v, err := haygent.VerifyReceipt(ctx, stg, out.ReceiptCID, e.s.opts.Trusted)
+	// Concluded: the engine says it is finished. Done only once accepted,
+	// by this code, from the blocks alone: nothing the engine said is
+	// taken on trust.
+	stg := newStaging()
+	if err := stg.Put(ctx, out.Blocks...); err != nil {
+		return fail(dag.Failed, "%v", err)
+	}
+	res.receipt = out.Receipt
+	v, err := haygent.VerifyReceipt(ctx, stg, out.Receipt, e.s.opts.Trusted)
 	if err != nil {
 		return fail(dag.Failed, "verify: %v", err)
 	}
-	acc := Acceptance{Type: TypeAcceptance, Receipt: cas.Link{Cid: out.ReceiptCID}, Status: v.Status,
+	acc := Acceptance{Type: TypeAcceptance, Receipt: cas.Link{Cid: out.Receipt}, Status: v.Status,
 		Verifier: VerifierName, At: e.s.stamp(), Verdict: "accepted"}
 	for _, c := range v.Checks {
 		acc.Checks = append(acc.Checks, CheckRec{Name: c.Name, OK: c.OK, Detail: c.Detail})
@@ -641,10 +640,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		f := v.FirstFailure()
 		return fail(dag.Failed, "receipt rejected: %s: %s", f.Name, f.Detail)
 	case v.Status != haygent.StatusPass:
-		h := out.Receipt.Halt
-		return fail(dag.Failed, "HALT: %s %s: %s", h.FailedGate, h.Verdict, h.Reason)
+		r, err := haygent.LoadReceipt(ctx, stg, out.Receipt)
+		if err != nil || r.Halt == nil {
+			return fail(dag.Failed, "HALT")
+		}
+		return fail(dag.Failed, "HALT: %s %s: %s", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason)
 	}
-	if res.output, err = outputOf(ctx, stg, out.ReceiptCID); err != nil {
+	if res.output, err = outputOf(ctx, stg, out.Receipt); err != nil {
 		return fail(dag.Failed, "output: %v", err)
 	}
 	res.state = dag.Done
@@ -654,6 +656,22 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 type memoHit struct {
 	receipt, accept cid.Cid
 	output          map[string]any
+}
+
+// engine returns the configured engine, or a local one.
+func (e *execution) engine() Engine {
+	if e.s.opts.Engine != nil {
+		return e.s.opts.Engine
+	}
+	plan := e.plan
+	return &Local{Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: e.s.opts.Workspace,
+		Package: func(inv Invocation) (*haygent.Package, error) {
+			p, ok := plan.Packages[inv.Node]
+			if !ok {
+				return nil, fmt.Errorf("no package for node %q", inv.Node)
+			}
+			return p, nil
+		}}
 }
 
 // memo looks the key up; a hit must still be an accepted PASS.

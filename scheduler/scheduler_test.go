@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/scheduler"
 )
 
@@ -182,6 +183,41 @@ func TestResumeSkipsDoneNodes(t *testing.T) {
 	for _, n := range rec.Nodes {
 		if n.Attempts != 1 {
 			t.Errorf("node %s attempted %d times", n.Name, n.Attempts)
+		}
+	}
+}
+
+// An engine's word is never taken: receipts signed by a key the scheduler
+// does not trust are rejected, and the node fails.
+func TestUntrustedEngineRejected(t *testing.T) {
+	st := memstore.New()
+	plan, err := scheduler.Load(workorders + "pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogue := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	engine := &scheduler.Local{Key: rogue, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
+		return plan.Packages[inv.Node], nil
+	}}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Engine: engine})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != scheduler.StatusHalted {
+		t.Fatalf("status %s, want halted", rec.Status)
+	}
+	for _, n := range rec.Nodes {
+		if n.Name == "seed" && (n.State != dag.Failed || !strings.Contains(n.Reason, "trusted signer")) {
+			t.Errorf("seed: %s %q, want failed for an untrusted signer", n.State, n.Reason)
+		}
+		if n.Name != "seed" && n.State != dag.Blocked {
+			t.Errorf("%s: %s, want blocked", n.Name, n.State)
 		}
 	}
 }

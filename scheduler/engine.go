@@ -1,0 +1,76 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
+)
+
+// Invocation is one node's work, complete in itself: the package (its
+// tree's blocks), the input and the upstream receipts. An engine runs it
+// and returns the blocks of what came back; the scheduler never trusts an
+// engine's word and verifies those blocks itself.
+type Invocation struct {
+	Run, Node     string
+	Package       cid.Cid     // the package tree
+	PackageBlocks []cas.Block // every block of that tree
+	Input         map[string]any
+	Upstream      []cid.Cid // accepted receipts the input was built from
+	// Check, if set, re-checks an upstream receipt before the first step
+	// (engines that run in-process use it; remote ones cannot).
+	Check func(ctx context.Context, receipt cid.Cid) error
+}
+
+// Outcome is what an engine returns: a receipt and every block of its
+// closure that the engine wrote.
+type Outcome struct {
+	Receipt cid.Cid
+	Blocks  []cas.Block
+}
+
+// Engine runs invocations: in this process ([Local]) or on workers
+// elsewhere. Invoke returns an error only when the invocation could not be
+// carried out at all; a HALT is an Outcome like a PASS.
+type Engine interface {
+	Invoke(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// Local runs invocations in this process, each against a private staging
+// store.
+type Local struct {
+	Key       ed25519.PrivateKey
+	Adapter   haygent.Adapter
+	Workspace func(node string) (string, error) // nil: a new empty directory per node
+	// Package returns the loaded package of a node's invocation.
+	Package func(inv Invocation) (*haygent.Package, error)
+}
+
+// Invoke implements [Engine].
+func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
+	pkg, err := l.Package(inv)
+	if err != nil {
+		return Outcome{}, err
+	}
+	stg := newStaging()
+	if err := stg.Put(ctx, inv.PackageBlocks...); err != nil {
+		return Outcome{}, err
+	}
+	ws := ""
+	if l.Workspace != nil {
+		if ws, err = l.Workspace(inv.Node); err != nil {
+			return Outcome{}, fmt.Errorf("workspace: %w", err)
+		}
+	}
+	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
+		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, PackageCID: inv.Package,
+		RunID: inv.Run + "/" + inv.Node, Upstream: inv.Upstream, CheckUpstream: inv.Check,
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Receipt: out.ReceiptCID, Blocks: stg.blocks()}, nil
+}
