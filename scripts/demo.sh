@@ -37,6 +37,10 @@ echo "hello, store" > note.txt
 c=$("$hg" put note.txt)
 "$hg" dag get "$c"
 
+step "a Work Order: six Haygents, fan-out and fan-in, advancing only on accepted receipts (hg run)"
+"$hg" run --run-id run-demo "$src/fixtures/workorders/pipeline.json"
+"$hg" report run-demo
+
 step "a Haygent proves an artifact round-trips through the store (hg haygent run)"
 mkdir ws
 head -c 3000000 /dev/urandom > ws/data.bin
