@@ -397,6 +397,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	var pending []result
 	lastCommit := time.Now()
 	for {
+		e.mu.Lock()
 		e.block()
 		if ctx.Err() == nil {
 			for _, name := range wo.Order {
@@ -414,6 +415,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 				go func(name string) { results <- e.invoke(ctx, name) }(name)
 			}
 		}
+		e.mu.Unlock()
 		if active == 0 {
 			break
 		}
