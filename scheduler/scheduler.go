@@ -331,6 +331,10 @@ type execution struct {
 
 	pkgMu    sync.Mutex
 	pkgCache map[string]pkgBlocks // by package directory
+
+	queue      []string            // pending nodes whose needs are all done
+	waiting    map[string]int      // needs not yet done, by node
+	dependents map[string][]string // direct dependents, by node
 }
 
 // pkgBlocks is a package stored once and handed to every node's staging
@@ -387,7 +391,6 @@ func (e *execution) emit(n *NodeRecord) {
 }
 
 func (e *execution) run(ctx context.Context) (*Record, error) {
-	wo := e.plan.WorkOrder
 	// Outputs of nodes accepted in an earlier process.
 	if err := e.loadDone(ctx); err != nil {
 		return nil, err
@@ -396,24 +399,23 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	active := 0
 	var pending []result
 	lastCommit := time.Now()
+	e.mu.Lock()
+	e.initQueue()
+	e.mu.Unlock()
 	for {
 		e.mu.Lock()
-		e.block()
-		if ctx.Err() == nil {
-			for _, name := range wo.Order {
-				if active >= e.s.opts.Jobs {
-					break
-				}
-				n := e.rec.node(name)
-				if n.State != dag.Pending || !e.ready(name) {
-					continue
-				}
-				n.State = dag.Active
-				n.Attempts++
-				e.emit(n)
-				active++
-				go func(name string) { results <- e.invoke(ctx, name) }(name)
+		for ctx.Err() == nil && active < e.s.opts.Jobs && len(e.queue) > 0 {
+			name := e.queue[0]
+			e.queue = e.queue[1:]
+			n := e.rec.node(name)
+			if n.State != dag.Pending {
+				continue
 			}
+			n.State = dag.Active
+			n.Attempts++
+			e.emit(n)
+			active++
+			go func(name string) { results <- e.invoke(ctx, name) }(name)
 		}
 		e.mu.Unlock()
 		if active == 0 {
@@ -470,37 +472,66 @@ func (e *execution) pollCancel(ctx context.Context) {
 	}
 }
 
-// ready reports whether every need of name is done.
-func (e *execution) ready(name string) bool {
-	for _, up := range e.plan.WorkOrder.Upstream(name) {
-		if e.rec.node(up).State != dag.Done {
-			return false
-		}
-	}
-	return true
-}
-
-// block marks pending nodes downstream of a failed or blocked node as
-// blocked, linking the HALT receipt that blocks them.
-func (e *execution) block() {
-	for _, name := range e.plan.WorkOrder.Order {
-		n := e.rec.node(name)
-		if n.State != dag.Failed && n.State != dag.Blocked {
-			continue
-		}
-		cause := n.Receipt
-		if n.State == dag.Blocked {
-			cause = n.BlockedBy
-		}
-		for _, down := range e.plan.WorkOrder.Downstream(name) {
-			d := e.rec.node(down)
-			if d.State == dag.Pending {
-				d.State = dag.Blocked
-				d.BlockedBy = cause
-				d.Reason = "upstream " + name + " did not pass"
-				e.emit(d)
+// initQueue counts each node's needs not yet done, queues the pending
+// nodes with none, and blocks what lies downstream of failed nodes. After
+// it, [execution.settled] keeps the counts and the queue up to date, so a
+// step of the scheduling loop costs the edges it touches, not the graph.
+func (e *execution) initQueue() {
+	wo := e.plan.WorkOrder
+	e.waiting = make(map[string]int, len(wo.Order))
+	e.dependents = make(map[string][]string, len(wo.Order))
+	for _, name := range wo.Order {
+		for _, up := range wo.Upstream(name) {
+			e.dependents[up] = append(e.dependents[up], name)
+			if e.rec.node(up).State != dag.Done {
+				e.waiting[name]++
 			}
 		}
+	}
+	for _, name := range wo.Order {
+		n := e.rec.node(name)
+		switch {
+		case n.State == dag.Failed || n.State == dag.Blocked:
+			e.blockBelow(name)
+		case n.State == dag.Pending && e.waiting[name] == 0:
+			e.queue = append(e.queue, name)
+		}
+	}
+}
+
+// settled updates the queue after node name reached a final state.
+func (e *execution) settled(name string) {
+	switch e.rec.node(name).State {
+	case dag.Done:
+		for _, d := range e.dependents[name] {
+			e.waiting[d]--
+			if e.waiting[d] == 0 && e.rec.node(d).State == dag.Pending {
+				e.queue = append(e.queue, d)
+			}
+		}
+	case dag.Failed, dag.Blocked:
+		e.blockBelow(name)
+	}
+}
+
+// blockBelow marks the pending nodes downstream of a failed or blocked
+// node as blocked, linking the HALT receipt that blocks them.
+func (e *execution) blockBelow(name string) {
+	n := e.rec.node(name)
+	cause := n.Receipt
+	if n.State == dag.Blocked {
+		cause = n.BlockedBy
+	}
+	stack := append([]string(nil), e.dependents[name]...)
+	for len(stack) > 0 {
+		d := e.rec.node(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if d.State != dag.Pending {
+			continue
+		}
+		d.State, d.BlockedBy, d.Reason = dag.Blocked, cause, "upstream "+name+" did not pass"
+		e.emit(d)
+		stack = append(stack, e.dependents[d.Name]...)
 	}
 }
 
@@ -743,6 +774,7 @@ func (e *execution) apply(batch []result) {
 			e.receipts[r.node] = r.receipt
 		}
 		e.emit(n)
+		e.settled(r.node)
 	}
 }
 
