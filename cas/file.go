@@ -288,7 +288,7 @@ type bufPool struct {
 }
 
 // poolBuffers bounds the buffers a pool keeps; more may be in use.
-const poolBuffers = 32
+const poolBuffers = 64
 
 // chunkPool is shared by every put and get in the process.
 var chunkPool = newBufPool(ChunkSize)
