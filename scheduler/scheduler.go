@@ -332,6 +332,7 @@ type execution struct {
 	pkgMu    sync.Mutex
 	pkgCache map[string]pkgBlocks // by package directory
 
+	memoRun    map[string]memoHit  // accepted in this run, not yet written out
 	queue      []string            // pending nodes whose needs are all done
 	waiting    map[string]int      // needs not yet done, by node
 	dependents map[string][]string // direct dependents, by node
@@ -431,7 +432,8 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		active--
 		// Take every result already waiting, apply them at once so that
 		// downstream nodes can start, and write them out in one short
-		// transaction at most every commitEvery, or when nothing runs.
+		// transaction at most every commitEvery, or when nothing is left
+		// to start.
 		batch := []result{r}
 	drain:
 		for active > 0 {
@@ -445,7 +447,10 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		}
 		e.apply(batch)
 		pending = append(pending, batch...)
-		if active == 0 || time.Since(lastCommit) >= commitEvery {
+		e.mu.Lock()
+		idle := active == 0 && len(e.queue) == 0
+		e.mu.Unlock()
+		if idle || time.Since(lastCommit) >= commitEvery {
 			if err := e.commit(ctx, pending); err != nil {
 				return nil, err
 			}
@@ -621,7 +626,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
 	res.memoKey = hex.EncodeToString(h.Sum(nil))
 	if !e.s.opts.NoCache {
-		if hit, ok := e.memo(ctx, res.memoKey); ok {
+		e.mu.Lock()
+		hit, ok := e.memoRun[res.memoKey]
+		e.mu.Unlock()
+		if !ok {
+			hit, ok = e.memo(ctx, res.memoKey)
+		}
+		if ok {
 			res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
 			return res
 		}
@@ -772,6 +783,12 @@ func (e *execution) apply(batch []result) {
 		if n.State == dag.Done {
 			e.outputs[r.node] = r.output
 			e.receipts[r.node] = r.receipt
+			if !r.memo && r.memoKey != "" {
+				if e.memoRun == nil {
+					e.memoRun = map[string]memoHit{}
+				}
+				e.memoRun[r.memoKey] = memoHit{receipt: r.receipt, accept: r.accept, output: r.output}
+			}
 		}
 		e.emit(n)
 		e.settled(r.node)

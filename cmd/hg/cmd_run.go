@@ -30,6 +30,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		noCache, dryRun, asJSON bool
 		adapterSpec, model      string
 		runID                   string
+		remote                  remoteFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--json]",
@@ -54,7 +55,7 @@ Work Order (nothing runs).`,
 				}
 				return nil
 			}
-			return runPlan(cmd.Context(), g, plan, runID, false, jobs, noCache, asJSON, adapterSpec, model)
+			return runPlan(cmd.Context(), g, plan, runID, false, jobs, noCache, asJSON, adapterSpec, model, &remote)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -64,6 +65,7 @@ Work Order (nothing runs).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	remote.register(cmd)
 	return cmd
 }
 
@@ -72,6 +74,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 		jobs               int
 		noCache, asJSON    bool
 		adapterSpec, model string
+		remote             remoteFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
@@ -88,7 +91,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cleanup()
-			return runPlan(cmd.Context(), g, plan, args[0], true, jobs, noCache, asJSON, adapterSpec, model)
+			return runPlan(cmd.Context(), g, plan, args[0], true, jobs, noCache, asJSON, adapterSpec, model, &remote)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -96,10 +99,11 @@ func newResumeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	remote.register(cmd)
 	return cmd
 }
 
-func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume bool, jobs int, noCache, asJSON bool, adapterSpec, model string) error {
+func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags) error {
 	adapter, err := newAdapter(adapterSpec, model)
 	if err != nil {
 		return err
@@ -115,6 +119,12 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	total := len(plan.WorkOrder.Order)
 	done := 0
 	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter}
+	// --nats and --trust (cmd_worker.go): remote workers and their keys.
+	closeRemote, err := remote.apply(&opts)
+	if err != nil {
+		return err
+	}
+	defer closeRemote()
 	tty := g.ui.stderrIsTerminal()
 	opts.Events = func(ev scheduler.Event) {
 		if ev.State == dag.Done {

@@ -82,6 +82,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newResumeCmd(g),
 		newStatusCmd(g),
 		newCancelCmd(g),
+		newWorkerCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,115 @@
+// Package natsengine runs a scheduler's invocations on workers over NATS
+// JetStream: [Engine] implements [scheduler.Engine] by publishing each
+// invocation to a work queue, and [Serve] is a worker that takes them,
+// runs them with a [scheduler.Local] engine under its own key, and
+// publishes the outcomes.
+//
+// The scheduler trusts none of it: it verifies every receipt that comes
+// back with its own code and accepts it only if the receipt is signed by
+// a key in its Trusted list. Giving workers' public keys to the scheduler
+// is how a deployment says which workers it trusts.
+//
+// # Streams, subjects and objects
+//
+// With the default [Names]:
+//
+//	HG_WORK     work-queue stream, subjects hg.work.ID: one message per invocation
+//	hg-workers  the durable pull consumer on HG_WORK that every worker shares,
+//	            so each invocation goes to one worker
+//	HG_RESULTS  work-queue stream, subjects hg.result.ENGINE.ID: notices and
+//	            outcomes; each engine reads its own ENGINE through a consumer
+//	            of its own and acks (so removes) what it read
+//	hg.cancel.ID  core subject: an engine gave up on ID (ctx ended, timeout)
+//	HG_BLOBS    Object Store: block lists too big for a message
+//
+// Whoever comes first (engine or worker) creates the streams and the
+// bucket; an existing one is used as it is. Work messages and results
+// older than a day, and objects older than a day, are removed by the
+// server, which bounds what engines that died leave behind.
+//
+// # Messages
+//
+// Every body is canonical DAG-CBOR ([cas.Marshal]) and is decoded
+// strictly ([cas.Unmarshal]: unknown or missing fields, non-canonical
+// bytes are refused). A block is {"cid": bytes (binary CID), "data":
+// bytes}. An invocation (subject hg.work.ID, message id ID, so a
+// retried publish is not queued twice):
+//
+//	{"type": "hg/nats-invocation@1", "id": ID (32 hex digits),
+//	 "reply": "hg.result.ENGINE.ID", "deadline": RFC 3339 time,
+//	 "run", "node", "package": link to the package tree,
+//	 "blocks": [every block of the package tree],
+//	 "object": "invocation-ID" (only when the blocks are in HG_BLOBS; blocks is then empty),
+//	 "input": the input, as a data-model map, "upstream": [links]}
+//
+// The invocation's Check function is not sent: a remote worker cannot ask
+// the scheduler anything, so it runs without the runtime's re-check of
+// upstream receipts (the scheduler verifies every receipt it gets anyway).
+//
+// A worker answers on the reply subject with
+//
+//	{"type": "hg/nats-outcome@1", "id", "state": "started"|"done"|"error",
+//	 "worker": "ed25519:...", "receipt": link (done),
+//	 "blocks": [the blocks the invocation wrote] (done),
+//	 "object": "outcome-ID-N" (done, when the blocks are in HG_BLOBS),
+//	 "error": text (error)}
+//
+// "started" says which worker took it; "done" carries the outcome; "error"
+// says why it could not be carried out (a message refused, a package that
+// does not load, an input the contract refuses). The package's own blocks
+// are not sent back: the engine has them and adds them to the
+// [scheduler.Outcome].
+//
+// # Large invocations and outcomes
+//
+// A message body over the inline limit (512 KiB by default, never more
+// than the server's max payload less 8 KiB; [Options.InlineLimit],
+// [WorkerOptions.InlineLimit]) does not carry its blocks: they go to the
+// Object Store as one object, {"type": "hg/nats-blocks@1", "blocks":
+// [...]}, and the message names it. The Object Store chunks it, so an
+// outcome of any size travels. The engine deletes the invocation's object
+// and the outcome's object once it has them. Blocks read from an object
+// are verified against their CIDs like inline ones.
+//
+// # Verification
+//
+// A worker verifies every package block against its CID
+// ([cas.NewBlockWithCID]) before it writes anything: a tampered message
+// is refused (terminated, and its engine told why with an "error"
+// reply). The package is unpacked with [cas.GetTree] from the package CID
+// and loaded with [haygent.Load], once per package CID for the life of
+// [Serve]. The engine verifies every outcome block the same way before
+// the scheduler sees it, and the scheduler then verifies the receipt.
+//
+// # Delivery, failures and time limits
+//
+// A worker takes a message only when one of its Jobs slots is free, keeps
+// it alive with progress acks while it runs, publishes the outcome to
+// the results stream (a JetStream publish, stored before it is
+// acknowledged), and only then acks the message. An invocation that
+// cannot be carried out is answered with an error and terminated. A
+// message the worker cannot answer (it is stopping, or the publish
+// failed) is handed back, and a worker that dies lets its ack wait run
+// out; either way the message is redelivered, at most MaxDeliver times
+// in all, after which the server's max-deliveries advisory fails the
+// invocation at the engine.
+//
+// [Options.Timeout] (10 minutes by default) bounds each invocation from
+// publication to outcome: one that no worker picked up, or that a worker
+// took but did not answer, fails with an error saying which. When ctx
+// ends or the timeout passes, the engine removes the message from the
+// queue if it is still there and tells workers to stop it. The deadline
+// travels in the message, so workers do not start what their engine gave
+// up on; it assumes the clocks of engine and workers roughly agree.
+//
+// # Limits
+//
+// Workers do not share the scheduler's workspace: each invocation gets a
+// new empty directory unless [WorkerOptions.Workspace] says otherwise.
+// The memo key the scheduler computes names its own adapter, not the
+// worker's. Unpacked packages are kept until Serve returns. Who may
+// publish or subscribe on the subjects is NATS's business (accounts and
+// permissions): anyone who can publish there can queue or cancel work,
+// but no one can make a scheduler accept a receipt that a key it trusts
+// did not sign.
+package natsengine

@@ -1,0 +1,273 @@
+package natsengine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+)
+
+// Types of the messages, in their "type" field.
+const (
+	TypeRequest = "hg/nats-invocation@1" // an invocation, engine to worker
+	TypeReply   = "hg/nats-outcome@1"    // a notice or an outcome, worker to engine
+	TypeBlocks  = "hg/nats-blocks@1"     // a list of blocks kept in the Object Store
+)
+
+// States of a reply.
+const (
+	StateStarted = "started" // a worker took the invocation
+	StateDone    = "done"    // the outcome: a receipt and its blocks
+	StateError   = "error"   // the invocation could not be carried out
+)
+
+// ErrRefused is wrapped by every error about a message that does not
+// decode strictly or whose blocks do not match their CIDs.
+var ErrRefused = errors.New("message refused")
+
+// wireBlock is a block as it travels: the binary CID and the bytes.
+type wireBlock struct {
+	CID  []byte `cbor:"cid"`
+	Data []byte `cbor:"data"`
+}
+
+// wireRequest is the body of a work message.
+type wireRequest struct {
+	Type     string          `cbor:"type"`
+	ID       string          `cbor:"id"`
+	Reply    string          `cbor:"reply"`
+	Deadline string          `cbor:"deadline"`
+	Run      string          `cbor:"run"`
+	Node     string          `cbor:"node"`
+	Package  cas.Link        `cbor:"package"`
+	Blocks   []wireBlock     `cbor:"blocks"`
+	Object   string          `cbor:"object,omitempty"`
+	Input    cbor.RawMessage `cbor:"input"`
+	Upstream []cas.Link      `cbor:"upstream"`
+}
+
+// wireReply is the body of a result message.
+type wireReply struct {
+	Type    string      `cbor:"type"`
+	ID      string      `cbor:"id"`
+	State   string      `cbor:"state"`
+	Worker  string      `cbor:"worker"`
+	Receipt *cas.Link   `cbor:"receipt,omitempty"`
+	Blocks  []wireBlock `cbor:"blocks,omitempty"`
+	Object  string      `cbor:"object,omitempty"`
+	Error   string      `cbor:"error,omitempty"`
+}
+
+// wireBlocks is the content of an Object Store object.
+type wireBlocks struct {
+	Type   string      `cbor:"type"`
+	Blocks []wireBlock `cbor:"blocks"`
+}
+
+// Request is an invocation as it travels from an engine to a worker.
+type Request struct {
+	ID       string    // the invocation id: the last token of the subject and the message id
+	Reply    string    // the subject the worker publishes its notices and outcome to
+	Deadline time.Time // the engine gives up then; no worker starts the invocation after it
+	// Object, if set, names the Object Store object that holds the
+	// package blocks; Invocation.PackageBlocks is then empty.
+	Object string
+	// Invocation is the work, without Check (a remote worker cannot ask
+	// the scheduler anything).
+	Invocation scheduler.Invocation
+}
+
+// EncodeRequest returns the message body of r: canonical DAG-CBOR. The
+// package blocks go inline unless r.Object is set.
+func EncodeRequest(r *Request) ([]byte, error) {
+	inv := r.Invocation
+	if !inv.Package.Defined() {
+		return nil, errors.New("natsengine: invocation without a package CID")
+	}
+	input, err := cas.EncodeNode(dataModel(inv.Input))
+	if err != nil {
+		return nil, fmt.Errorf("natsengine: input: %w", err)
+	}
+	w := wireRequest{
+		Type: TypeRequest, ID: r.ID, Reply: r.Reply, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano),
+		Run: inv.Run, Node: inv.Node, Package: cas.Link{Cid: inv.Package}, Object: r.Object, Input: input,
+	}
+	if r.Object == "" {
+		w.Blocks = toWire(inv.PackageBlocks)
+	}
+	for _, u := range inv.Upstream {
+		w.Upstream = append(w.Upstream, cas.Link{Cid: u})
+	}
+	return cas.Marshal(&w)
+}
+
+// DecodeRequest decodes a message body strictly and verifies every
+// inline package block against its CID: a message with a tampered block
+// is refused. Every error wraps [ErrRefused]. When the body decoded but
+// did not verify, the returned Request is not nil and holds the ID and
+// Reply, so that a worker can say why it refused.
+func DecodeRequest(data []byte) (*Request, error) {
+	var w wireRequest
+	if err := cas.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if w.Type != TypeRequest {
+		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeRequest)
+	}
+	if !validID(w.ID) {
+		return nil, fmt.Errorf("%w: bad invocation id %q", ErrRefused, w.ID)
+	}
+	r := &Request{ID: w.ID, Reply: w.Reply, Object: w.Object}
+	refuse := func(format string, args ...any) (*Request, error) {
+		return r, fmt.Errorf("%w: invocation %s: %w", ErrRefused, w.ID, fmt.Errorf(format, args...))
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, w.Deadline)
+	if err != nil {
+		return refuse("deadline: %v", err)
+	}
+	r.Deadline = deadline
+	in, err := cas.DecodeNode(w.Input)
+	if err != nil {
+		return refuse("input: %w", err)
+	}
+	input, ok := in.(map[string]any)
+	if !ok {
+		return refuse("input is %T, not a map", in)
+	}
+	blocks, err := fromWire(w.Blocks)
+	if err != nil {
+		return refuse("%w", err)
+	}
+	if w.Object == "" && len(blocks) == 0 {
+		return refuse("no package blocks and no object")
+	}
+	r.Invocation = scheduler.Invocation{Run: w.Run, Node: w.Node, Package: w.Package.Cid, PackageBlocks: blocks, Input: input}
+	for _, u := range w.Upstream {
+		r.Invocation.Upstream = append(r.Invocation.Upstream, u.Cid)
+	}
+	return r, nil
+}
+
+// decodeReply decodes a result message strictly. Blocks are verified by
+// the caller (they may be in the Object Store).
+func decodeReply(data []byte) (*wireReply, error) {
+	var w wireReply
+	if err := cas.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if w.Type != TypeReply {
+		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeReply)
+	}
+	return &w, nil
+}
+
+// encodeBlocks returns the content of an Object Store object holding blocks.
+func encodeBlocks(blocks []cas.Block) ([]byte, error) {
+	return cas.Marshal(&wireBlocks{Type: TypeBlocks, Blocks: toWire(blocks)})
+}
+
+// decodeBlocks decodes an Object Store object and verifies every block.
+func decodeBlocks(data []byte) ([]cas.Block, error) {
+	var w wireBlocks
+	if err := cas.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if w.Type != TypeBlocks {
+		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeBlocks)
+	}
+	blocks, err := fromWire(w.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return blocks, nil
+}
+
+func toWire(blocks []cas.Block) []wireBlock {
+	out := make([]wireBlock, len(blocks))
+	for i, b := range blocks {
+		out[i] = wireBlock{CID: b.CID().Bytes(), Data: b.Data()}
+	}
+	return out
+}
+
+// fromWire verifies every block against its CID (cas.NewBlockWithCID).
+func fromWire(ws []wireBlock) ([]cas.Block, error) {
+	out := make([]cas.Block, 0, len(ws))
+	for i, w := range ws {
+		c, err := cas.CastCID(w.CID)
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
+		}
+		b, err := cas.NewBlockWithCID(c, w.Data)
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// withoutBlocks returns blocks minus those whose CID is in skip.
+func withoutBlocks(blocks []cas.Block, skip map[cid.Cid]bool) []cas.Block {
+	out := make([]cas.Block, 0, len(blocks))
+	for _, b := range blocks {
+		if !skip[b.CID()] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// validID reports whether s is an invocation id: 32 lowercase hex digits,
+// so that it is one subject token.
+func validID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// dataModel turns JSON-ish values (json.Number, integral float64, int)
+// into IPLD data-model values, as the scheduler does before hashing an
+// input.
+func dataModel(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = dataModel(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = dataModel(e)
+		}
+		return s
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+		return x
+	case int:
+		return int64(x)
+	}
+	return v
+}

@@ -1,0 +1,405 @@
+package natsengine
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// WorkerOptions configure [Serve].
+type WorkerOptions struct {
+	Names
+	// Key signs the receipts of the invocations this worker runs; a
+	// scheduler accepts them only if it trusts its public key. Required.
+	Key ed25519.PrivateKey
+	// Jobs is how many invocations run at once; default 1. The worker
+	// takes a message from the queue only when a job slot is free.
+	Jobs int
+	// Adapter answers slots; nil makes every slot call fail.
+	Adapter haygent.Adapter
+	// Workspace, if set, returns the workspace directory of a node; by
+	// default each invocation gets a new empty directory.
+	Workspace func(node string) (string, error)
+	// MaxDeliver bounds how many times an invocation is handed out (to
+	// this or another worker) when workers die or cannot publish its
+	// outcome; default 3. It is a setting of the shared consumer: the
+	// last worker to start sets it.
+	MaxDeliver int
+	// AckWait is how long a worker may stay silent about a message
+	// before it is handed to another; a running invocation is kept
+	// alive by progress acks every AckWait/3. Default 1 minute.
+	AckWait time.Duration
+	// InlineLimit is the largest reply body sent as is; bigger outcomes
+	// go through the Object Store. Default as [Options.InlineLimit].
+	InlineLimit int
+	// Dir is where packages are unpacked; default the system's temporary
+	// directory. Serve removes what it unpacked when it returns.
+	Dir string
+	// Log, if set, is told of each invocation taken, refused or finished.
+	Log func(format string, args ...any)
+}
+
+// worker is one Serve in progress.
+type worker struct {
+	o     WorkerOptions
+	js    jetstream.JetStream
+	obs   jetstream.ObjectStore
+	pub   string // the key's text form, in replies
+	limit int
+	base  string // unpacked packages, one directory per package CID
+
+	mu      sync.Mutex
+	pkgs    map[cid.Cid]*pkgEntry
+	running map[string]context.CancelFunc // by invocation id
+}
+
+// pkgEntry is a package this worker unpacked and loaded, kept for the
+// life of Serve.
+type pkgEntry struct {
+	ready  chan struct{}
+	err    error
+	blocks []cas.Block
+	set    map[cid.Cid]bool
+	pkg    *haygent.Package
+}
+
+// Serve takes invocations from the work queue and runs them until ctx
+// ends: each message goes to one worker of all those serving the same
+// consumer. A message that does not decode strictly, or whose package
+// blocks do not match their CIDs, is refused (terminated, and the engine
+// told why). An invocation runs with a [scheduler.Local] engine signing
+// with w.Key; its outcome is published, then the message acked. An
+// invocation that cannot be carried out is answered with an error and
+// terminated; one this worker could not answer (it is shutting down, or
+// publishing failed) is handed back for redelivery, at most MaxDeliver
+// times in all. When ctx ends, Serve stops taking messages, stops its
+// running invocations (handing them back), and returns nil.
+func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
+	if len(o.Key) != ed25519.PrivateKeySize {
+		return errors.New("natsengine: a worker needs a signing key")
+	}
+	o.Names = o.Names.withDefaults()
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.MaxDeliver < 1 {
+		o.MaxDeliver = 3
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = time.Minute
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("natsengine: %w", err)
+	}
+	obs, err := setup(ctx, js, o.Names)
+	if err != nil {
+		return err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, o.Stream, jetstream.ConsumerConfig{
+		Durable: o.Consumer, FilterSubject: o.Prefix + ".work.*",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver,
+		Description: "hg: the workers, each invocation to one of them",
+	})
+	if err != nil {
+		return fmt.Errorf("natsengine: work consumer: %w", err)
+	}
+	base, err := os.MkdirTemp(o.Dir, "hg-worker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(base)
+	w := &worker{
+		o: o, js: js, obs: obs, base: base,
+		pub:   haygent.FormatPublicKey(o.Key.Public().(ed25519.PublicKey)),
+		limit: inlineLimit(o.InlineLimit, nc.MaxPayload()),
+		pkgs:  map[cid.Cid]*pkgEntry{}, running: map[string]context.CancelFunc{},
+	}
+	sub, err := nc.Subscribe(o.cancelSubject("*"), w.onCancel)
+	if err != nil {
+		return fmt.Errorf("natsengine: %w", err)
+	}
+	defer sub.Unsubscribe()
+
+	slots := make(chan struct{}, o.Jobs)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			<-slots
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+			default:
+				o.Log("natsengine: fetch: %v", err)
+				select {
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			w.handle(ctx, msg)
+		}()
+	}
+}
+
+// handle carries out one work message.
+func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
+	req, err := DecodeRequest(msg.Data())
+	if err == nil && lastToken(msg.Subject()) != req.ID {
+		err = fmt.Errorf("%w: invocation %s on the subject %s", ErrRefused, req.ID, msg.Subject())
+	}
+	if req != nil && !w.validReply(req.ID, req.Reply) {
+		w.o.Log("refused %s: reply subject %q is not a result subject", msg.Subject(), req.Reply)
+		_ = msg.TermWithReason("bad reply subject")
+		return
+	}
+	if err != nil {
+		w.o.Log("refused %s: %v", msg.Subject(), err)
+		if req != nil {
+			w.answer(ctx, msg, req, wireReply{State: StateError, Error: "refused: " + err.Error()}, nil)
+		}
+		_ = msg.TermWithReason("refused")
+		return
+	}
+	inv := req.Invocation
+	if time.Now().After(req.Deadline) {
+		w.o.Log("dropped %s (node %s): its engine gave up at %s", req.ID, inv.Node, req.Deadline.Format(time.RFC3339))
+		_ = msg.TermWithReason("past its deadline")
+		return
+	}
+	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	w.mu.Lock()
+	w.running[req.ID] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, req.ID)
+		w.mu.Unlock()
+	}()
+	stop := keepAlive(msg, w.o.AckWait/3)
+	defer stop()
+	w.o.Log("took %s: run %s node %s", req.ID, inv.Run, inv.Node)
+	w.answer(ctx, msg, req, wireReply{State: StateStarted}, nil)
+
+	ent, err := w.pkg(runCtx, req)
+	var out scheduler.Outcome
+	if err == nil {
+		inv.PackageBlocks = ent.blocks
+		local := &scheduler.Local{Key: w.o.Key, Adapter: w.o.Adapter, Workspace: w.o.Workspace,
+			Package: func(scheduler.Invocation) (*haygent.Package, error) { return ent.pkg, nil }}
+		out, err = local.Invoke(runCtx, inv)
+	}
+	switch {
+	case ctx.Err() != nil:
+		w.o.Log("handed back %s: the worker is stopping", req.ID)
+		_ = msg.Nak()
+		return
+	case runCtx.Err() != nil:
+		w.o.Log("stopped %s: its engine gave up", req.ID)
+		_ = msg.TermWithReason("cancelled by its engine")
+		return
+	case err != nil:
+		w.o.Log("failed %s: %v", req.ID, err)
+		if w.answer(ctx, msg, req, wireReply{State: StateError, Error: err.Error()}, nil) {
+			_ = msg.TermWithReason("failed")
+		} else {
+			_ = msg.NakWithDelay(2 * time.Second)
+		}
+		return
+	}
+	// The engine has the package: its blocks are not sent back.
+	blocks := withoutBlocks(out.Blocks, ent.set)
+	r := wireReply{State: StateDone, Receipt: &cas.Link{Cid: out.Receipt}}
+	if !w.answer(ctx, msg, req, r, blocks) {
+		_ = msg.NakWithDelay(2 * time.Second)
+		return
+	}
+	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+	defer acancel()
+	if err := msg.DoubleAck(actx); err != nil {
+		w.o.Log("ack %s: %v", req.ID, err)
+	}
+	w.o.Log("done %s: receipt %s", req.ID, out.Receipt)
+}
+
+// answer publishes a reply to the invocation's engine, with blocks; a
+// reply too big for a message puts its blocks in the Object Store. It
+// reports whether the reply was stored.
+func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r wireReply, blocks []cas.Block) bool {
+	r.Type, r.ID, r.Worker, r.Blocks = TypeReply, req.ID, w.pub, toWire(blocks)
+	data, err := cas.Marshal(&r)
+	if err == nil && len(data) > w.limit && len(blocks) > 0 {
+		var content []byte
+		if content, err = encodeBlocks(blocks); err == nil {
+			n := uint64(1)
+			if meta, merr := msg.Metadata(); merr == nil {
+				n = meta.NumDelivered
+			}
+			r.Object, r.Blocks = "outcome-"+req.ID+"-"+strconv.FormatUint(n, 10), nil
+			if _, err = w.obs.PutBytes(ctx, r.Object, content); err == nil {
+				data, err = cas.Marshal(&r)
+			}
+		}
+	}
+	if err == nil && len(data) > w.limit && r.State == StateError {
+		r.Error = r.Error[:min(len(r.Error), 4096)]
+		data, err = cas.Marshal(&r)
+	}
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		opts := []jetstream.PublishOpt{jetstream.WithExpectStream(w.o.Results)}
+		if r.State != StateStarted {
+			opts = append(opts, jetstream.WithMsgID(req.ID+"-"+r.State))
+		}
+		_, err = w.js.Publish(pctx, req.Reply, data, opts...)
+	}
+	if err != nil {
+		w.o.Log("reply %s (%s): %v", req.ID, r.State, err)
+		return false
+	}
+	return true
+}
+
+// validReply reports whether reply is a result subject of invocation id.
+func (w *worker) validReply(id, reply string) bool {
+	rest, ok := strings.CutPrefix(reply, w.o.resultPrefix())
+	engine, inv, ok2 := strings.Cut(rest, ".")
+	return ok && ok2 && validID(engine) && inv == id
+}
+
+// pkg returns the invocation's package, unpacked and loaded once per
+// package CID. The tree is read from the package CID through blocks that
+// were each verified against their own CID, so an entry always holds
+// what its CID names.
+func (w *worker) pkg(ctx context.Context, req *Request) (*pkgEntry, error) {
+	c := req.Invocation.Package
+	for {
+		w.mu.Lock()
+		ent, ok := w.pkgs[c]
+		if !ok {
+			ent = &pkgEntry{ready: make(chan struct{})}
+			w.pkgs[c] = ent
+		}
+		w.mu.Unlock()
+		if ok {
+			select {
+			case <-ent.ready:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if ent.err == nil {
+				return ent, nil
+			}
+			continue // that message failed; try with this one
+		}
+		ent.err = w.unpack(ctx, req, ent)
+		if ent.err != nil {
+			w.mu.Lock()
+			delete(w.pkgs, c)
+			w.mu.Unlock()
+		}
+		close(ent.ready)
+		return ent, ent.err
+	}
+}
+
+func (w *worker) unpack(ctx context.Context, req *Request, ent *pkgEntry) error {
+	c := req.Invocation.Package
+	blocks := req.Invocation.PackageBlocks
+	if req.Object != "" {
+		if req.Object != "invocation-"+req.ID {
+			return fmt.Errorf("%w: object %q is not this invocation's", ErrRefused, req.Object)
+		}
+		data, err := w.obs.GetBytes(ctx, req.Object)
+		if err != nil {
+			return fmt.Errorf("package blocks: object %s: %w", req.Object, err)
+		}
+		if blocks, err = decodeBlocks(data); err != nil {
+			return fmt.Errorf("package blocks: %w", err)
+		}
+	}
+	ms := memstore.New()
+	defer ms.Close()
+	if err := ms.Put(ctx, blocks...); err != nil {
+		return err
+	}
+	dir := filepath.Join(w.base, c.String())
+	if err := cas.GetTree(ctx, ms, c, dir, nil); err != nil {
+		return fmt.Errorf("package %s: %w", c, err)
+	}
+	pkg, err := haygent.Load(dir)
+	if err != nil {
+		return fmt.Errorf("package %s: %w", c, err)
+	}
+	ent.blocks, ent.pkg = blocks, pkg
+	ent.set = make(map[cid.Cid]bool, len(blocks))
+	for _, b := range blocks {
+		ent.set[b.CID()] = true
+	}
+	return nil
+}
+
+// onCancel stops an invocation its engine gave up on.
+func (w *worker) onCancel(m *nats.Msg) {
+	w.mu.Lock()
+	cancel := w.running[lastToken(m.Subject)]
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// keepAlive tells the server every period that msg is still being worked
+// on, until the returned function is called.
+func keepAlive(msg jetstream.Msg, period time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = msg.InProgress()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
