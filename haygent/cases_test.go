@@ -16,6 +16,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
 	"github.com/ipfs/go-cid"
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // fixtures is the repository's fixture folder, seen from this package.
@@ -77,12 +78,31 @@ func runCase(t *testing.T, file string) {
 	}
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "ws")
-	if c.Workspace != "" {
+	switch {
+	case strings.HasSuffix(c.Workspace, ".txtar"):
+		// Workspaces holding Go code are archives, so that fixtures/
+		// holds no .go files for the Go tool to build.
+		ar, err := txtar.ParseFile(filepath.Join(fixtures, c.Workspace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range ar.Files {
+			p := filepath.Join(ws, filepath.FromSlash(f.Name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	case c.Workspace != "":
 		if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, c.Workspace))); err != nil {
 			t.Fatal(err)
 		}
-	} else if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
+	default:
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, content := range c.Outside {
 		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o644); err != nil {
