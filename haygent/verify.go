@@ -177,11 +177,20 @@ const maxGatesFile = cas.MaxBlockSize
 // checked either: a gate on approval evidence is recomputed like any other,
 // on its predicate and max_age only.
 func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) (*Verification, error) {
+	return VerifyReceiptKnown(ctx, st, receipt, trusted, nil)
+}
+
+// VerifyReceiptKnown is [VerifyReceipt] for a caller that has already
+// verified some closures in st (a scheduler verifies the package tree it
+// stored once, then many receipts that link it): the block walk does not
+// enter the CIDs in known. Every other check is the same; the package's
+// gates.json is still read and parsed.
+func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool) (*Verification, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	vr := &verifier{
-		ctx: ctx, st: st, v: &Verification{Receipt: receipt},
+		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{},
 	}
 	if err := vr.verify(receipt, trusted); err != nil {
@@ -201,6 +210,7 @@ type verifier struct {
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
 	canon       problems
+	known       map[cid.Cid]bool // closures verified by the caller
 }
 
 // problems collects the failures of one check.
@@ -269,7 +279,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 		}
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[c] || (skip[c] && c != root) {
+		if seen[c] || (skip[c] && c != root) || (vr.known[c] && c != root) {
 			continue
 		}
 		seen[c] = true

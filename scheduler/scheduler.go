@@ -657,7 +657,9 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.receipt = out.Receipt
-	v, err := haygent.VerifyReceipt(ctx, stg, out.Receipt, e.s.opts.Trusted)
+	// The package tree was stored and hashed by this scheduler; every
+	// other block of the receipt's closure is walked and re-hashed.
+	v, err := haygent.VerifyReceiptKnown(ctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
 	if err != nil {
 		return fail(dag.Failed, "verify: %v", err)
 	}
@@ -666,7 +668,10 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	for _, c := range v.Checks {
 		acc.Checks = append(acc.Checks, CheckRec{Name: c.Name, OK: c.OK, Detail: c.Detail})
 	}
-	if !v.OK() {
+	// The receipt must be for this node's work: its package and its input,
+	// whatever engine ran it.
+	acc.Checks = append(acc.Checks, e.sameWork(ctx, stg, out.Receipt, pkgCID, inData))
+	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
 	data, err := cas.Marshal(&acc)
@@ -681,8 +686,12 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	res.blocks = stg.blocks()
 	switch {
 	case acc.Verdict != "accepted":
-		f := v.FirstFailure()
-		return fail(dag.Failed, "receipt rejected: %s: %s", f.Name, f.Detail)
+		for _, c := range acc.Checks {
+			if !c.OK {
+				return fail(dag.Failed, "receipt rejected: %s: %s", c.Name, c.Detail)
+			}
+		}
+		return fail(dag.Failed, "receipt rejected")
 	case v.Status != haygent.StatusPass:
 		r, err := haygent.LoadReceipt(ctx, stg, out.Receipt)
 		if err != nil || r.Halt == nil {
@@ -700,6 +709,33 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 type memoHit struct {
 	receipt, accept cid.Cid
 	output          map[string]any
+}
+
+// sameWork checks that a receipt is for the package and input the node
+// asked for.
+func (e *execution) sameWork(ctx context.Context, st cas.Store, receipt, pkg cid.Cid, input []byte) CheckRec {
+	c := CheckRec{Name: "same work"}
+	r, err := haygent.LoadReceipt(ctx, st, receipt)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if r.Package.Cid != pkg {
+		c.Detail = fmt.Sprintf("receipt ran package %s, the node asked for %s", r.Package.Cid, pkg)
+		return c
+	}
+	var p haygent.Packet
+	if err := st.View(ctx, r.Input.Cid, func(d []byte) error { return cas.Unmarshal(d, &p) }); err != nil {
+		c.Detail = "input packet: " + err.Error()
+		return c
+	}
+	got, err := cas.EncodeNode(p.Payload)
+	if err != nil || string(got) != string(input) {
+		c.Detail = "the receipt's input is not the node's input"
+		return c
+	}
+	c.OK, c.Detail = true, "package "+pkg.String()+" on the node's input"
+	return c
 }
 
 // engine returns the configured engine, or a local one.

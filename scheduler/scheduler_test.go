@@ -221,3 +221,40 @@ func TestUntrustedEngineRejected(t *testing.T) {
 		}
 	}
 }
+
+// tamperingEngine runs every invocation on an input of its own choosing.
+type tamperingEngine struct{ scheduler.Local }
+
+func (t *tamperingEngine) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
+	inv.Input = map[string]any{"value": "not what was asked", "trail": []any{"x"}}
+	return t.Local.Invoke(ctx, inv)
+}
+
+// A trusted engine that does other work than the node asked for (here, on
+// another input) gets no acceptance: the receipt is valid, but not for
+// this node.
+func TestEngineDoingOtherWorkRejected(t *testing.T) {
+	st := memstore.New()
+	plan, err := scheduler.Load(workorders + "pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
+		return plan.Packages[inv.Node], nil
+	}}}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Engine: engine})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rec.Nodes {
+		if n.Name == "seed" && (n.State != dag.Failed || !strings.Contains(n.Reason, "same work")) {
+			t.Errorf("seed: %s %q, want failed on the same-work check", n.State, n.Reason)
+		}
+	}
+}
