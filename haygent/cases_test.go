@@ -148,7 +148,10 @@ func runCase(t *testing.T, file string) {
 	}
 	st := memstore.New()
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-	input := jsonToData(c.Input)
+	input := map[string]any{}
+	if c.Input != nil {
+		input = cas.FromJSON(c.Input).(map[string]any)
+	}
 	res, err := haygent.Run(context.Background(), pkg, input, haygent.Options{
 		Store: st, Key: key, Adapter: adapter, Workspace: ws,
 	})
@@ -256,32 +259,4 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// jsonToData turns json.Number values into int64 or float64.
-func jsonToData(v map[string]any) map[string]any {
-	var conv func(any) any
-	conv = func(v any) any {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				x[k] = conv(e)
-			}
-		case []any:
-			for i, e := range x {
-				x[i] = conv(e)
-			}
-		case json.Number:
-			if i, err := x.Int64(); err == nil {
-				return i
-			}
-			f, _ := x.Float64()
-			return f
-		}
-		return v
-	}
-	if v == nil {
-		return map[string]any{}
-	}
-	return conv(v).(map[string]any)
 }

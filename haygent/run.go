@@ -160,7 +160,7 @@ func (r *runner) putRaw(data []byte) (cas.Link, error) {
 }
 
 func (r *runner) packet(payload map[string]any, schema string) (cas.Link, error) {
-	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: toDataModel(payload).(map[string]any)})
+	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: cas.FromJSON(payload).(map[string]any)})
 }
 
 func (r *runner) run(input map[string]any) (*Result, error) {
@@ -177,7 +177,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	} else if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
-	inPacket := &Packet{Type: TypePacket, Schema: InputSchema, Payload: toDataModel(input).(map[string]any)}
+	inPacket := &Packet{Type: TypePacket, Schema: InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
 	for _, u := range r.opts.Upstream {
 		inPacket.Upstream = append(inPacket.Upstream, cas.Link{Cid: u})
 	}
@@ -425,7 +425,7 @@ func (r *runner) observe(step, kind, subject string, data map[string]any) (cas.L
 // first, so what the runtime evaluates and what a verifier reads back are
 // the same values.
 func (r *runner) observeAt(step, kind, subject string, data map[string]any, at time.Time) (cas.Link, error) {
-	enc, err := cas.EncodeNode(toDataModel(data))
+	enc, err := cas.EncodeNode(cas.FromJSON(data))
 	if err != nil {
 		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
 	}
@@ -978,7 +978,7 @@ func (r *runner) verifyProposal(slot Slot, raw []byte) (map[string]any, []string
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return toDataModel(prop).(map[string]any), nil
+	return cas.FromJSON(prop).(map[string]any), nil
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -1196,7 +1196,7 @@ func validate(sch *jsonschema.Schema, v any) error {
 	if sch == nil {
 		return nil
 	}
-	data, err := json.Marshal(fromDataModel(v))
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -1231,7 +1231,7 @@ func adjustableDefaults(schema map[string]any) map[string]any {
 	for name, p := range props {
 		if m, ok := p.(map[string]any); ok {
 			if d, ok := m["default"]; ok {
-				out[name] = toDataModel(cloneValue(d))
+				out[name] = cas.FromJSON(cloneValue(d))
 			}
 		}
 	}

@@ -614,7 +614,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "package: %v", err)
 	}
 	pkgCID := pb.root
-	inData, err := cas.EncodeNode(toNode(input))
+	inData, err := cas.EncodeNode(cas.FromJSON(input))
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
 	}

@@ -189,28 +189,7 @@ func readInput(path string, stdin io.Reader) (map[string]any, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("input %s: trailing data after the JSON object", path)
 	}
-	return jsonNumbers(v).(map[string]any), nil
-}
-
-// jsonNumbers turns json.Number into int64 or float64.
-func jsonNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = jsonNumbers(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return cas.FromJSON(v).(map[string]any), nil
 }
 
 func newAdapter(spec, model string) (haygent.Adapter, error) {

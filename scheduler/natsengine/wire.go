@@ -1,10 +1,8 @@
 package natsengine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -90,7 +88,7 @@ func EncodeRequest(r *Request) ([]byte, error) {
 	if !inv.Package.Defined() {
 		return nil, errors.New("natsengine: invocation without a package CID")
 	}
-	input, err := cas.EncodeNode(dataModel(inv.Input))
+	input, err := cas.EncodeNode(cas.FromJSON(inv.Input))
 	if err != nil {
 		return nil, fmt.Errorf("natsengine: input: %w", err)
 	}
@@ -236,38 +234,4 @@ func validID(s string) bool {
 		}
 	}
 	return true
-}
-
-// dataModel turns JSON-ish values (json.Number, integral float64, int)
-// into IPLD data-model values, as the scheduler does before hashing an
-// input.
-func dataModel(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = dataModel(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = dataModel(e)
-		}
-		return s
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x)
-		}
-		return x
-	case int:
-		return int64(x)
-	}
-	return v
 }
