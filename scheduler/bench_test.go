@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func writeWorkOrder(b *testing.B, n int, shape string) string {
 // at 10,000 nodes. 100,000 nodes run only with HG_BENCH_100K=1.
 func BenchmarkScheduler(b *testing.B) {
 	sizes := []int{1000, 10000}
+	if s := os.Getenv("HG_BENCH_SIZE"); s != "" {
+		n, _ := strconv.Atoi(s)
+		sizes = []int{n}
+	}
 	if os.Getenv("HG_BENCH_100K") != "" {
 		sizes = append(sizes, 100000)
 	}

@@ -278,7 +278,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, cancel: cancel}
+	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, byReceipt: map[cid.Cid]string{}, cancel: cancel}
 	return e.run(ctx)
 }
 
@@ -327,7 +327,10 @@ type execution struct {
 	rec      *Record
 	outputs  map[string]map[string]any // accepted output documents, by node
 	receipts map[string]cid.Cid
-	cancel   context.CancelFunc
+	// byReceipt maps the receipts of done nodes back to the nodes (a
+	// memo hit can make several nodes share one receipt; any will do).
+	byReceipt map[cid.Cid]string
+	cancel    context.CancelFunc
 
 	pkgMu    sync.Mutex
 	pkgCache map[string]pkgBlocks // by package directory
@@ -563,6 +566,7 @@ func (e *execution) loadDone(ctx context.Context) error {
 		}
 		e.outputs[n.Name] = out
 		e.receipts[n.Name] = n.Receipt.Cid
+		e.byReceipt[n.Receipt.Cid] = n.Name
 	}
 	return nil
 }
@@ -784,15 +788,14 @@ func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
 func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, n := range e.rec.Nodes {
-		if n.Receipt != nil && n.Receipt.Cid == c {
-			if n.State != dag.Done || n.Acceptance == nil {
-				return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
-			}
-			return nil
-		}
+	name, ok := e.byReceipt[c]
+	if !ok {
+		return fmt.Errorf("not the receipt of any done node of run %s", e.rec.Run)
 	}
-	return fmt.Errorf("not the receipt of any done node of run %s", e.rec.Run)
+	if n := e.rec.node(name); n.State != dag.Done || n.Acceptance == nil {
+		return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
+	}
+	return nil
 }
 
 // commitEvery bounds how long accepted nodes wait to be written out; a
@@ -819,6 +822,7 @@ func (e *execution) apply(batch []result) {
 		if n.State == dag.Done {
 			e.outputs[r.node] = r.output
 			e.receipts[r.node] = r.receipt
+			e.byReceipt[r.receipt] = r.node
 			if !r.memo && r.memoKey != "" {
 				if e.memoRun == nil {
 					e.memoRun = map[string]memoHit{}
@@ -883,12 +887,18 @@ func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
 // blocked.
 func (e *execution) settle(ctx context.Context) (*Record, error) {
 	wo := e.plan.WorkOrder
+	// The mandatory nodes: the required ones and everything they need,
+	// in one walk.
 	mandatory := map[string]bool{}
-	for _, req := range wo.Required() {
-		mandatory[req] = true
-		for _, up := range upstreamClosure(wo, req) {
-			mandatory[up] = true
+	stack := wo.Required()
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if mandatory[n] {
+			continue
 		}
+		mandatory[n] = true
+		stack = append(stack, wo.Upstream(n)...)
 	}
 	if ctx.Err() != nil {
 		for i := range e.rec.Nodes {
@@ -924,24 +934,4 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 		return nil, err
 	}
 	return e.rec, nil
-}
-
-func upstreamClosure(wo *dag.WorkOrder, node string) []string {
-	seen := map[string]bool{}
-	var walk func(string)
-	walk = func(n string) {
-		for _, up := range wo.Upstream(n) {
-			if !seen[up] {
-				seen[up] = true
-				walk(up)
-			}
-		}
-	}
-	walk(node)
-	var out []string
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
