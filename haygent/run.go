@@ -114,7 +114,8 @@ type runner struct {
 	w    *cas.Writer // the ledger's blocks, stored in batches
 
 	pkgCID, inputCID, permCID cid.Cid
-	workspace                 string
+	workspace                 string // "" until a step needs one, when Options.Workspace is empty
+	tempWorkspace             bool   // workspace is a temporary directory this run made
 	state                     map[string]any
 
 	seq         int64
@@ -197,15 +198,14 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	}
 	r.permCID = pb.CID()
 
+	// Without a workspace, an empty directory is made only when a step
+	// touches files: builtin-only work needs none.
 	r.workspace = r.opts.Workspace
-	if r.workspace == "" {
-		dir, err := os.MkdirTemp("", "hg-workspace-*")
-		if err != nil {
-			return nil, err
+	defer func() {
+		if r.tempWorkspace {
+			os.RemoveAll(r.workspace)
 		}
-		defer os.RemoveAll(dir)
-		r.workspace = dir
-	}
+	}()
 	wsLink, err := r.snapshotWorkspace()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot workspace: %w", err)
@@ -495,6 +495,9 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return nil, err
 	}
+	if err := r.needWorkspace(); err != nil {
+		return nil, err
+	}
 	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: scratch copy: %w", s.ID, err)
@@ -680,11 +683,18 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 		rec.status = "failed"
 		rec.note = fmt.Sprintf(format, args...)
 	}
-	ws, err := workspace.Open(r.workspace, r.pkg.Permissions)
-	if err != nil {
-		return nil, err
+	var ws *workspace.Workspace
+	switch s.Op {
+	case "write_file", "read_file", "roundtrip", "digest":
+		if err := r.needWorkspace(); err != nil {
+			return nil, err
+		}
+		var err error
+		if ws, err = workspace.Open(r.workspace, r.pkg.Permissions); err != nil {
+			return nil, err
+		}
+		defer ws.Close()
 	}
-	defer ws.Close()
 	switch s.Op {
 	case "noop":
 	case "copy_field":
@@ -824,8 +834,10 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 		}
 		rec.evidence = append(rec.evidence, link)
 	}
-	for _, d := range ws.Denials() {
-		rec.denied = append(rec.denied, r.deny(d))
+	if ws != nil {
+		for _, d := range ws.Denials() {
+			rec.denied = append(rec.denied, r.deny(d))
+		}
 	}
 	if len(rec.denied) > 0 {
 		rec.status = "denied"
@@ -960,7 +972,11 @@ func (r *runner) verifyProposal(slot Slot, raw []byte) (map[string]any, []string
 			if p == "" {
 				continue
 			}
-			ws, err := workspace.Open(r.workspace, r.pkg.Permissions)
+			err := r.needWorkspace()
+			var ws *workspace.Workspace
+			if err == nil {
+				ws, err = workspace.Open(r.workspace, r.pkg.Permissions)
+			}
 			if err == nil {
 				_, err = ws.ReadFile(p)
 				ws.Close()
@@ -1172,9 +1188,31 @@ func anySlice(s []string) []any {
 	return out
 }
 
+// needWorkspace makes the empty workspace of a run given none.
+func (r *runner) needWorkspace() error {
+	if r.workspace != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "hg-workspace-*")
+	if err != nil {
+		return err
+	}
+	r.workspace, r.tempWorkspace = dir, true
+	return nil
+}
+
 // snapshotWorkspace stores what the read grants let the Haygent see of its
-// workspace, as a tree. Symlinks are stored as links, never followed.
+// workspace, as a tree. Symlinks are stored as links, never followed. A
+// run given no workspace has an empty one.
 func (r *runner) snapshotWorkspace() (*cas.Link, error) {
+	if r.workspace == "" {
+		data, err := cas.Marshal(&cas.TreeNode{Type: cas.TypeTree, Entries: []cas.TreeEntry{}})
+		if err != nil {
+			return nil, err
+		}
+		b := cas.NewBlock(cas.DagCBOR, data)
+		return &cas.Link{Cid: b.CID()}, r.w.Add(r.ctx, b)
+	}
 	set := r.pkg.Permissions
 	c, err := cas.PutTree(r.ctx, r.st, r.workspace, &cas.TreeOptions{
 		Skipped: func(string, os.FileMode) {},
