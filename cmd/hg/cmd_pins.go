@@ -96,7 +96,7 @@ func newGCCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "remove every block no pin reaches",
+		Short: "remove every block no pin, run or memo entry reaches",
 		Long: `Remove every block that no pin reaches. gc marks first and removes nothing
 if a pinned closure is missing a block or holds a damaged one (run 'hg fsck').`,
 		Args: exactArgs(0, "no arguments"),
