@@ -16,7 +16,7 @@ import (
 
 // writeWorkOrder writes a Work Order of n echo nodes shaped as a chain
 // (each node needs the one before) or a fan-out (one root, n-1 leaves).
-func writeWorkOrder(b *testing.B, n int, shape string) string {
+func writeWorkOrder(b testing.TB, n int, shape string) string {
 	echo, err := filepath.Abs("../fixtures/haygents/echo")
 	if err != nil {
 		b.Fatal(err)

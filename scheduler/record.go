@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -80,27 +79,84 @@ func (r *Record) node(name string) *NodeRecord {
 	return nil
 }
 
-// recordInline is the largest record stored as one block; larger ones are
-// stored as a file.
-const recordInline = 1 << 20
+// pageSize is how many node records one page of a stored run record
+// holds. A commit rewrites only the pages whose nodes changed, so its cost
+// follows the work done since the last commit, not the size of the run.
+const pageSize = 512
 
-// encodeRecord returns the blocks of a record and its root: one block, or
-// for a large run, the record's bytes as an hg/file@1.
-func encodeRecord(ctx context.Context, rec *Record) ([]cas.Block, cid.Cid, error) {
-	data, err := cas.Marshal(rec)
-	if err != nil {
-		return nil, cid.Undef, err
+// TypeRunPage is one page of node records of a stored run.
+const TypeRunPage = "hg/runpage@1"
+
+// storedRecord is the root block of a stored run record: the record's own
+// fields and links to its pages of node records, in name order.
+type storedRecord struct {
+	Type      string     `cbor:"type"`
+	Run       string     `cbor:"run"`
+	WorkOrder cas.Link   `cbor:"workorder"`
+	Name      string     `cbor:"name"`
+	Objective string     `cbor:"objective"`
+	Status    string     `cbor:"status"`
+	Reason    string     `cbor:"reason"`
+	Started   string     `cbor:"started"`
+	Updated   string     `cbor:"updated"`
+	Nodes     int64      `cbor:"nodes"`
+	Pages     []cas.Link `cbor:"pages"`
+}
+
+type runPage struct {
+	Type  string       `cbor:"type"`
+	Nodes []NodeRecord `cbor:"nodes"`
+}
+
+// pageCache remembers the stored pages of a record, so unchanged ones are
+// not encoded again.
+type pageCache struct {
+	links []cas.Link
+	dirty map[int]bool // pages changed since they were last stored
+}
+
+func (c *pageCache) markAll(n int) {
+	c.links = make([]cas.Link, (n+pageSize-1)/pageSize)
+	c.dirty = map[int]bool{}
+	for i := range c.links {
+		c.dirty[i] = true
 	}
-	if len(data) <= recordInline {
+}
+
+// encodeRecord returns the new blocks of a record and its root. With a
+// cache, only dirty pages are encoded.
+func encodeRecord(ctx context.Context, rec *Record, cache *pageCache) ([]cas.Block, cid.Cid, error) {
+	if cache == nil {
+		cache = &pageCache{}
+		cache.markAll(len(rec.Nodes))
+	}
+	var blocks []cas.Block
+	for i := range cache.links {
+		if !cache.dirty[i] {
+			continue
+		}
+		end := min((i+1)*pageSize, len(rec.Nodes))
+		data, err := cas.Marshal(&runPage{Type: TypeRunPage, Nodes: rec.Nodes[i*pageSize : end]})
+		if err != nil {
+			return nil, cid.Undef, err
+		}
 		b := cas.NewBlock(cas.DagCBOR, data)
-		return []cas.Block{b}, b.CID(), nil
+		blocks = append(blocks, b)
+		cache.links[i] = cas.Link{Cid: b.CID()}
 	}
-	st := newStaging()
-	c, _, err := cas.PutFile(ctx, st, bytes.NewReader(data), nil)
+	clear(cache.dirty)
+	root := storedRecord{Type: rec.Type, Run: rec.Run, WorkOrder: rec.WorkOrder, Name: rec.Name, Objective: rec.Objective,
+		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated,
+		Nodes: int64(len(rec.Nodes)), Pages: append([]cas.Link{}, cache.links...)}
+	data, err := cas.Marshal(&root)
 	if err != nil {
 		return nil, cid.Undef, err
 	}
-	return st.blocks(), c, nil
+	if len(data) > cas.MaxBlockSize {
+		return nil, cid.Undef, fmt.Errorf("run %s: record of %d pages is too large", rec.Run, len(root.Pages))
+	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	return append(blocks, b), b.CID(), nil
 }
 
 // LoadRecord reads the latest record of a run.
@@ -109,26 +165,27 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 	if err != nil {
 		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
 	}
-	var data []byte
-	info, err := cas.Stat(ctx, st, c)
-	if err != nil {
-		return nil, cid.Undef, err
-	}
-	if info.Type == cas.TypeFile {
-		var buf bytes.Buffer
-		if _, err := cas.ReadFile(ctx, st, c, &buf, nil); err != nil {
-			return nil, cid.Undef, err
-		}
-		data = buf.Bytes()
-	} else if data, err = st.Get(ctx, c); err != nil {
-		return nil, cid.Undef, err
-	}
-	var rec Record
-	if err := cas.Unmarshal(data, &rec); err != nil {
+	var root storedRecord
+	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &root) }); err != nil {
 		return nil, cid.Undef, fmt.Errorf("run %s: record %s: %w", run, c, err)
 	}
-	if rec.Type != TypeRun {
+	if root.Type != TypeRun {
 		return nil, cid.Undef, fmt.Errorf("run %s: %s is not a run record: %w", run, c, cas.ErrInvalid)
 	}
-	return &rec, c, nil
+	rec := &Record{Type: root.Type, Run: root.Run, WorkOrder: root.WorkOrder, Name: root.Name, Objective: root.Objective,
+		Status: root.Status, Reason: root.Reason, Started: root.Started, Updated: root.Updated}
+	for _, p := range root.Pages {
+		var page runPage
+		if err := st.View(ctx, p.Cid, func(d []byte) error { return cas.Unmarshal(d, &page) }); err != nil {
+			return nil, cid.Undef, fmt.Errorf("run %s: record page %s: %w", run, p, err)
+		}
+		if page.Type != TypeRunPage {
+			return nil, cid.Undef, fmt.Errorf("run %s: %s is not a record page: %w", run, p, cas.ErrInvalid)
+		}
+		rec.Nodes = append(rec.Nodes, page.Nodes...)
+	}
+	if int64(len(rec.Nodes)) != root.Nodes || !sort.SliceIsSorted(rec.Nodes, func(i, j int) bool { return rec.Nodes[i].Name < rec.Nodes[j].Name }) {
+		return nil, cid.Undef, fmt.Errorf("run %s: record %s: pages hold %d nodes out of order or where %d were recorded: %w", run, c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
+	}
+	return rec, c, nil
 }

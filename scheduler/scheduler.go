@@ -224,7 +224,7 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 	for _, name := range sortedNames(plan.WorkOrder) {
 		rec.Nodes = append(rec.Nodes, NodeRecord{Name: name, State: dag.Pending})
 	}
-	blocks, root, err := encodeRecord(ctx, rec)
+	blocks, root, err := encodeRecord(ctx, rec, nil)
 	if err != nil {
 		return "", err
 	}
@@ -308,7 +308,7 @@ func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Reco
 		rec.Status, rec.Reason = StatusCancelled, "cancelled on request"
 	}
 	rec.Updated = now.UTC().Format(time.RFC3339Nano)
-	blocks, root, err := encodeRecord(ctx, rec)
+	blocks, root, err := encodeRecord(ctx, rec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +336,7 @@ type execution struct {
 	pkgCache map[string]pkgBlocks // by package directory
 
 	memoRun    map[string]memoHit  // accepted in this run, not yet written out
+	pages      *pageCache          // the stored pages of the record
 	queue      []string            // pending nodes whose needs are all done
 	waiting    map[string]int      // needs not yet done, by node
 	dependents map[string][]string // direct dependents, by node
@@ -384,6 +385,10 @@ type result struct {
 }
 
 func (e *execution) emit(n *NodeRecord) {
+	if e.pages != nil {
+		i := sort.Search(len(e.rec.Nodes), func(i int) bool { return e.rec.Nodes[i].Name >= n.Name })
+		e.pages.dirty[i/pageSize] = true
+	}
 	if e.s.opts.Events == nil {
 		return
 	}
@@ -872,7 +877,11 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 }
 
 func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
-	blocks, root, err := encodeRecord(ctx, e.rec)
+	if e.pages == nil {
+		e.pages = &pageCache{}
+		e.pages.markAll(len(e.rec.Nodes))
+	}
+	blocks, root, err := encodeRecord(ctx, e.rec, e.pages)
 	if err != nil {
 		return err
 	}
@@ -925,6 +934,7 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 		e.rec.Status, e.rec.Reason = StatusHalted, "not done: "+strings.Join(stuck, ", ")
 	}
 	e.rec.Updated = e.s.stamp()
+	e.pages = nil // settle may have changed any node: store every page
 	st, err := e.s.opts.Store.Open(context.WithoutCancel(ctx), false)
 	if err != nil {
 		return nil, err

@@ -258,3 +258,41 @@ func TestEngineDoingOtherWorkRejected(t *testing.T) {
 		}
 	}
 }
+
+// A run record larger than a page is stored as pages and read back whole;
+// resuming the finished run runs nothing.
+func TestLargeRecordPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,200 nodes")
+	}
+	st := memstore.New()
+	ctx := context.Background()
+	plan, err := scheduler.Load(writeWorkOrder(t, 1200, "fanout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Jobs: 2})
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.Execute(ctx, plan, id); err != nil || rec.Status != scheduler.StatusDone {
+		t.Fatalf("execute: %v %v", rec, err)
+	}
+	rec, _, err := scheduler.LoadRecord(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Nodes) != 1200 {
+		t.Fatalf("%d nodes read back, want 1200", len(rec.Nodes))
+	}
+	for _, n := range rec.Nodes {
+		if n.State != dag.Done || n.Acceptance == nil {
+			t.Fatalf("node %s read back as %s", n.Name, n.State)
+		}
+	}
+	s2 := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key})
+	if rec, err := s2.Execute(ctx, plan, id); err != nil || rec.Status != scheduler.StatusDone || s2.Ran() != 0 {
+		t.Fatalf("resume: %v, ran %d", err, s2.Ran())
+	}
+}
