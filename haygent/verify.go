@@ -903,6 +903,39 @@ func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
 // packageGates reads gates/gates.json from the receipt's package tree and
 // compiles each gate; compiled[i].err says why specs[i] does not compile.
 func (vr *verifier) packageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check, error) {
+	// A package is immutable: its gates, once read and compiled, are
+	// the same for every receipt that names it.
+	pkgGates.Lock()
+	hit, ok := pkgGates.m[r.Package.Cid]
+	pkgGates.Unlock()
+	if ok {
+		return hit.specs, hit.compiled, hit.check, nil
+	}
+	specs, compiled, check, err := vr.readPackageGates(r)
+	if err == nil && check.OK {
+		pkgGates.Lock()
+		if pkgGates.m == nil || len(pkgGates.m) > 256 {
+			pkgGates.m = map[cid.Cid]packageGateSet{}
+		}
+		pkgGates.m[r.Package.Cid] = packageGateSet{specs, compiled, check}
+		pkgGates.Unlock()
+	}
+	return specs, compiled, check, err
+}
+
+type packageGateSet struct {
+	specs    []gate.Spec
+	compiled []compiledGate
+	check    Check
+}
+
+// pkgGates caches the gates of packages by the package tree's CID.
+var pkgGates struct {
+	sync.Mutex
+	m map[cid.Cid]packageGateSet
+}
+
+func (vr *verifier) readPackageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check, error) {
 	data, why, err := vr.readPackageFile(r.Package.Cid, "gates", "gates.json")
 	if err != nil {
 		return nil, nil, Check{}, err
