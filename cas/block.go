@@ -44,3 +44,8 @@ func (b Block) CID() cid.Cid { return b.cid }
 
 // Data returns the block's bytes. The caller must not modify them.
 func (b Block) Data() []byte { return b.data }
+
+// Clone returns the block with a private copy of its bytes.
+func (b Block) Clone() Block {
+	return Block{cid: b.cid, data: append(make([]byte, 0, len(b.data)), b.data...)}
+}

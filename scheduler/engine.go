@@ -72,5 +72,9 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Receipt: out.ReceiptCID, Blocks: stg.blocks()}, nil
+	blocks, err := stg.blocks()
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Receipt: out.ReceiptCID, Blocks: blocks}, nil
 }

@@ -198,7 +198,11 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 			if c, err = cas.PutTree(ctx, stg, pkg.Dir, nil); err != nil {
 				return "", err
 			}
-			for _, blk := range stg.blocks() {
+			blocks, err := stg.blocks()
+			if err != nil {
+				return "", err
+			}
+			for _, blk := range blocks {
 				if err := w.Add(ctx, blk); err != nil {
 					return "", err
 				}
@@ -362,7 +366,11 @@ func (e *execution) packageBlocks(ctx context.Context, pkg *haygent.Package) (pk
 	if err != nil {
 		return pkgBlocks{}, err
 	}
-	pb := pkgBlocks{root: c, blocks: stg.blocks()}
+	blocks, err := stg.blocks()
+	if err != nil {
+		return pkgBlocks{}, err
+	}
+	pb := pkgBlocks{root: c, blocks: blocks}
 	if e.pkgCache == nil {
 		e.pkgCache = map[string]pkgBlocks{}
 	}
@@ -692,7 +700,9 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.accept = ab.CID()
-	res.blocks = stg.blocks()
+	if res.blocks, err = stg.blocks(); err != nil {
+		return fail(dag.Failed, "%v", err)
+	}
 	switch {
 	case acc.Verdict != "accepted":
 		for _, c := range acc.Checks {

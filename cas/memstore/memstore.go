@@ -18,10 +18,10 @@ import (
 // [New].
 type Store struct {
 	mu      sync.RWMutex
-	blocks  map[cid.Cid][]byte
+	blocks  map[cid.Cid]cas.Block
 	pins    map[string]cid.Cid
 	refs    map[string]map[string]cid.Cid // namespace -> name -> CID
-	tainted map[cid.Cid]bool              // blocks Corrupt replaced
+	tainted map[cid.Cid][]byte            // bytes Corrupt put in place of blocks
 	closed  bool
 }
 
@@ -29,7 +29,7 @@ var errClosed = errors.New("memstore: store is closed")
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{blocks: make(map[cid.Cid][]byte), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
+	return &Store{blocks: make(map[cid.Cid]cas.Block), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
 }
 
 var _ cas.Store = (*Store)(nil)
@@ -85,20 +85,22 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) erro
 	if err != nil {
 		return err
 	}
-	data, ok := s.blocks[c]
-	tainted := s.tainted[c]
+	b, ok := s.blocks[c]
+	bad, tainted := s.tainted[c]
 	unlock()
 	if !ok {
 		return &cas.NotFoundError{CID: c}
 	}
+	data := b.Data()
 	// Bytes can only enter through Put, as cas.Block values that match
 	// their CIDs, and are private copies nobody else can change; only the
 	// Corrupt test hook can make them wrong, so only its blocks need
 	// hashing again.
 	if tainted {
-		if err := cas.Verify(c, data); err != nil {
+		if err := cas.Verify(c, bad); err != nil {
 			return err
 		}
+		data = bad
 	}
 	return fn(data)
 }
@@ -112,7 +114,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	defer unlock()
 	for _, b := range blocks {
 		if _, ok := s.blocks[b.CID()]; !ok {
-			s.blocks[b.CID()] = slices.Clone(b.Data())
+			s.blocks[b.CID()] = b.Clone()
 		}
 	}
 	return nil
@@ -127,6 +129,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	defer unlock()
 	for _, c := range cids {
 		delete(s.blocks, c)
+		delete(s.tainted, c)
 	}
 	return nil
 }
@@ -143,7 +146,11 @@ func (s *Store) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) error 
 		size int
 	}
 	all := make([]kv, 0, len(s.blocks))
-	for c, d := range s.blocks {
+	for c, b := range s.blocks {
+		d := b.Data()
+		if bad, ok := s.tainted[c]; ok {
+			d = bad
+		}
 		all = append(all, kv{c, len(d)})
 	}
 	unlock()
@@ -314,10 +321,27 @@ func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
 	if _, ok := s.blocks[c]; !ok {
 		return false
 	}
-	s.blocks[c] = slices.Clone(data)
 	if s.tainted == nil {
-		s.tainted = map[cid.Cid]bool{}
+		s.tainted = map[cid.Cid][]byte{}
 	}
-	s.tainted[c] = true
+	s.tainted[c] = slices.Clone(data)
 	return true
+}
+
+// Blocks returns every block, as it was put, skipping blocks the Corrupt
+// hook replaced. A scheduler uses it to move a staging store's blocks to
+// another store without hashing them again.
+func (s *Store) Blocks(ctx context.Context) ([]cas.Block, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := make([]cas.Block, 0, len(s.blocks))
+	for c, b := range s.blocks {
+		if _, bad := s.tainted[c]; !bad {
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
