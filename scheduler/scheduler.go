@@ -425,7 +425,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			name := e.queue[0]
 			e.queue = e.queue[1:]
 			n := e.rec.node(name)
-			if n.State != dag.Pending {
+			if n.State != dag.Ready {
 				continue
 			}
 			n.State = dag.Active
@@ -515,7 +515,7 @@ func (e *execution) initQueue() {
 		case n.State == dag.Failed || n.State == dag.Blocked:
 			e.blockBelow(name)
 		case n.State == dag.Pending && e.waiting[name] == 0:
-			e.queue = append(e.queue, name)
+			e.enqueue(n)
 		}
 	}
 }
@@ -526,13 +526,20 @@ func (e *execution) settled(name string) {
 	case dag.Done:
 		for _, d := range e.dependents[name] {
 			e.waiting[d]--
-			if e.waiting[d] == 0 && e.rec.node(d).State == dag.Pending {
-				e.queue = append(e.queue, d)
+			if n := e.rec.node(d); e.waiting[d] == 0 && n.State == dag.Pending {
+				e.enqueue(n)
 			}
 		}
 	case dag.Failed, dag.Blocked:
 		e.blockBelow(name)
 	}
+}
+
+// enqueue makes a pending node whose needs are all done ready.
+func (e *execution) enqueue(n *NodeRecord) {
+	n.State = dag.Ready
+	e.emit(n)
+	e.queue = append(e.queue, n.Name)
 }
 
 // blockBelow marks the pending nodes downstream of a failed or blocked
@@ -666,6 +673,12 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	if err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
+	e.mu.Lock()
+	if n := e.rec.node(name); n.State == dag.Active {
+		n.State = dag.Concluded
+		e.emit(n)
+	}
+	e.mu.Unlock()
 	// Concluded: the engine says it is finished. Done only once accepted,
 	// by this code, from the blocks alone: nothing the engine said is
 	// taken on trust.
@@ -921,7 +934,7 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 	}
 	if ctx.Err() != nil {
 		for i := range e.rec.Nodes {
-			if n := &e.rec.Nodes[i]; n.State == dag.Pending || n.State == dag.Blocked {
+			if n := &e.rec.Nodes[i]; n.State == dag.Pending || n.State == dag.Ready || n.State == dag.Blocked {
 				n.State, n.Reason = dag.Cancelled, "cancelled before it started"
 			}
 		}

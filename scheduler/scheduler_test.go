@@ -101,8 +101,10 @@ func TestPipelinePassesAndMemoizes(t *testing.T) {
 	for _, e := range events {
 		seen[e.Node+":"+e.State] = true
 	}
-	if !seen["summary:active"] || !seen["summary:done"] {
-		t.Errorf("events %v lack summary's active and done", seen)
+	for _, st := range []string{"ready", "active", "concluded", "done"} {
+		if !seen["summary:"+st] {
+			t.Errorf("events %v lack summary becoming %s", seen, st)
+		}
 	}
 }
 
