@@ -34,6 +34,7 @@ type nodeStatus struct {
 	State    string `json:"state"`
 	Attempts int64  `json:"attempts"`
 	Receipt  string `json:"receipt"`
+	Reason   string `json:"reason"`
 }
 
 type runStatus struct {
