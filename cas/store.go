@@ -87,6 +87,15 @@ func CheckRefNamespace(ns string) error {
 	return nil
 }
 
+// CheckRef returns an error wrapping [ErrInvalid] unless ns is a valid
+// ref namespace and name a valid ref name (the rules of pin names).
+func CheckRef(ns, name string) error {
+	if err := CheckRefNamespace(ns); err != nil {
+		return err
+	}
+	return CheckPinName(name)
+}
+
 // Roots returns the CIDs of every pin and every ref in every namespace:
 // what gc keeps.
 func Roots(ctx context.Context, st Store) ([]cid.Cid, error) {

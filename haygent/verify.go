@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -432,46 +433,15 @@ func typeOf(v any) string {
 	return ""
 }
 
+// copyInto copies the object src points at into dst, when both point at
+// the same type.
 func copyInto(src, dst any) bool {
-	switch d := dst.(type) {
-	case *Receipt:
-		s, ok := src.(*Receipt)
-		if ok {
-			*d = *s
-		}
-		return ok
-	case *Transition:
-		s, ok := src.(*Transition)
-		if ok {
-			*d = *s
-		}
-		return ok
-	case *Evidence:
-		s, ok := src.(*Evidence)
-		if ok {
-			*d = *s
-		}
-		return ok
-	case *GateResult:
-		s, ok := src.(*GateResult)
-		if ok {
-			*d = *s
-		}
-		return ok
-	case *SlotCall:
-		s, ok := src.(*SlotCall)
-		if ok {
-			*d = *s
-		}
-		return ok
-	case *Packet:
-		s, ok := src.(*Packet)
-		if ok {
-			*d = *s
-		}
-		return ok
+	d, v := reflect.ValueOf(dst), reflect.ValueOf(src)
+	if d.Kind() != reflect.Pointer || v.Type() != d.Type() || d.IsNil() || v.IsNil() {
+		return false
 	}
-	return false
+	d.Elem().Set(v.Elem())
+	return true
 }
 
 // node reads and strictly decodes an untyped object whose "type" must be

@@ -756,7 +756,7 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 
 // SetRef makes ns/name point at c, in one synced transaction.
 func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
-	if err := checkRef(ns, name); err != nil {
+	if err := cas.CheckRef(ns, name); err != nil {
 		return err
 	}
 	end, err := s.begin(ctx, true)
@@ -863,13 +863,6 @@ func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
 		})
 	})
 	return out, err
-}
-
-func checkRef(ns, name string) error {
-	if err := cas.CheckRefNamespace(ns); err != nil {
-		return err
-	}
-	return cas.CheckPinName(name)
 }
 
 // Close waits for the calls in progress, removes the holder file if this

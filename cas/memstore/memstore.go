@@ -215,7 +215,7 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 
 // SetRef implements [cas.Store].
 func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
-	if err := checkRef(ns, name); err != nil {
+	if err := cas.CheckRef(ns, name); err != nil {
 		return err
 	}
 	unlock, err := s.write(ctx)
@@ -292,13 +292,6 @@ func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func checkRef(ns, name string) error {
-	if err := cas.CheckRefNamespace(ns); err != nil {
-		return err
-	}
-	return cas.CheckPinName(name)
 }
 
 // Close implements [cas.Store].
