@@ -21,39 +21,36 @@ func newDagGetCmd(g *globals) *cobra.Command {
 {"/": {"bytes": "..."}} for bytes), or a raw block as a bytes value. A DAG-CBOR
 block that is not canonical is refused with exit code 4.`,
 		Args: exactArgs(1, "one CID or pin name"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			c, err := resolve(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			var node any
-			err = st.View(cmd.Context(), c, func(data []byte) error {
-				switch c.Type() {
-				case cas.DagCBOR:
-					n, err := cas.DecodeNode(data)
-					node = n
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				c, err := resolve(cmd.Context(), st, args[0])
+				if err != nil {
 					return err
-				case cas.Raw:
-					node = append([]byte(nil), data...)
-					return nil
-				default:
-					return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
 				}
+				var node any
+				err = st.View(cmd.Context(), c, func(data []byte) error {
+					switch c.Type() {
+					case cas.DagCBOR:
+						n, err := cas.DecodeNode(data)
+						node = n
+						return err
+					case cas.Raw:
+						node = append([]byte(nil), data...)
+						return nil
+					default:
+						return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
+					}
+				})
+				if err != nil {
+					return err
+				}
+				out, err := cas.EncodeJSON(node)
+				if err != nil {
+					return err
+				}
+				g.ui.printf("%s\n", out)
+				return nil
 			})
-			if err != nil {
-				return err
-			}
-			out, err := cas.EncodeJSON(node)
-			if err != nil {
-				return err
-			}
-			g.ui.printf("%s\n", out)
-			return nil
 		},
 	}
 }
@@ -72,7 +69,7 @@ block. DAG-CBOR input must already be canonical (exit code 4 if not). An hg
 object (hg/file@1, hg/tree@1) must also be well formed: a tree with an entry
 named "..", for one, is refused.`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var in io.Reader = g.ui.stdin
 			if len(args) == 1 && args[0] != "-" {
 				f, err := os.Open(args[0])
@@ -114,21 +111,18 @@ named "..", for one, is refused.`,
 					return usageError{err}
 				}
 			}
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			if err := st.Put(cmd.Context(), b); err != nil {
-				return err
-			}
-			if pin != "" {
-				if err := st.SetPin(cmd.Context(), pin, b.CID()); err != nil {
+			return g.withStore(false, func(st cas.Store) error {
+				if err := st.Put(cmd.Context(), b); err != nil {
 					return err
 				}
-			}
-			g.ui.printf("%s\n", b.CID())
-			return nil
+				if pin != "" {
+					if err := st.SetPin(cmd.Context(), pin, b.CID()); err != nil {
+						return err
+					}
+				}
+				g.ui.printf("%s\n", b.CID())
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&inputCodec, "input-codec", "dag-json", "the input format: dag-json or dag-cbor")
@@ -145,19 +139,16 @@ func newBlockGetCmd(g *globals) *cobra.Command {
 		Use:   "get CID|PIN",
 		Short: "write a block's verified bytes to stdout",
 		Args:  exactArgs(1, "one CID or pin name"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			c, err := resolve(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			return st.View(cmd.Context(), c, func(data []byte) error {
-				_, err := g.ui.stdout.Write(data)
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				c, err := resolve(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
+				}
+				return st.View(cmd.Context(), c, func(data []byte) error {
+					_, err := g.ui.stdout.Write(data)
+					return err
+				})
 			})
 		},
 	}
@@ -173,7 +164,7 @@ the given codec (raw or dag-cbor). The bytes are kept as they are: a DAG-CBOR
 block from another tool need not be canonical to be stored and moved, but hg
 refuses to read one as its own object unless it is.`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var code uint64
 			switch codec {
 			case "raw":
@@ -199,17 +190,14 @@ refuses to read one as its own object unless it is.`,
 			if len(data) > cas.MaxBlockSize {
 				return fmt.Errorf("input over %d bytes: %w (use 'hg put' for files)", cas.MaxBlockSize, cas.ErrTooLarge)
 			}
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			b := cas.NewBlock(code, data)
-			if err := st.Put(cmd.Context(), b); err != nil {
-				return err
-			}
-			g.ui.printf("%s\n", b.CID())
-			return nil
+			return g.withStore(false, func(st cas.Store) error {
+				b := cas.NewBlock(code, data)
+				if err := st.Put(cmd.Context(), b); err != nil {
+					return err
+				}
+				g.ui.printf("%s\n", b.CID())
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&codec, "codec", "raw", "the block's codec: raw or dag-cbor")

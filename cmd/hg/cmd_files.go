@@ -65,7 +65,7 @@ become hg/tree@1 nodes; symlinks are stored as links and never followed.
 Nothing is pinned unless --pin NAME is given, and 'hg gc' removes what no pin
 reaches.`,
 		Args: exactArgs(1, "one PATH (or - for stdin)"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if pin != "" {
 				if err := cas.CheckPinName(pin); err != nil {
 					return usageError{err}
@@ -74,6 +74,7 @@ reaches.`,
 			path := args[0]
 			var info os.FileInfo
 			if path != "-" {
+				var err error
 				info, err = os.Stat(path)
 				if err != nil {
 					return err
@@ -82,49 +83,47 @@ reaches.`,
 					return usageError{fmt.Errorf("%s is a directory (use -r to store a tree)", path)}
 				}
 			}
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			ctx := cmd.Context()
-			var (
-				root cid.Cid
-				size uint64
-				kind = cas.KindFile
-			)
-			switch {
-			case path == "-":
-				update, finish := g.ui.progress("put", -1)
-				root, size, err = cas.PutFile(ctx, st, g.ui.stdin, &cas.PutOptions{Progress: update})
-				finish()
-			case info.IsDir():
-				kind = cas.KindDir
-				root, err = putTree(ctx, g, st, path)
-				if err == nil {
-					var in *cas.Info
-					if in, err = cas.Stat(ctx, st, root); err == nil {
-						size = in.Size
+			return g.withStore(false, func(st cas.Store) error {
+				ctx := cmd.Context()
+				var (
+					root cid.Cid
+					size uint64
+					kind = cas.KindFile
+					err  error
+				)
+				switch {
+				case path == "-":
+					update, finish := g.ui.progress("put", -1)
+					root, size, err = cas.PutFile(ctx, st, g.ui.stdin, &cas.PutOptions{Progress: update})
+					finish()
+				case info.IsDir():
+					kind = cas.KindDir
+					root, err = putTree(ctx, g, st, path)
+					if err == nil {
+						var in *cas.Info
+						if in, err = cas.Stat(ctx, st, root); err == nil {
+							size = in.Size
+						}
 					}
+				case info.Mode().IsRegular():
+					root, size, err = putFile(ctx, g, st, path, info.Size())
+				default:
+					return fmt.Errorf("%s is not a regular file or directory", path)
 				}
-			case info.Mode().IsRegular():
-				root, size, err = putFile(ctx, g, st, path, info.Size())
-			default:
-				return fmt.Errorf("%s is not a regular file or directory", path)
-			}
-			if err != nil {
-				return err
-			}
-			if pin != "" {
-				if err := st.SetPin(ctx, pin, root); err != nil {
+				if err != nil {
 					return err
 				}
-			}
-			if asJSON {
-				return g.ui.printJSON(putResult{CID: root.String(), Kind: kind, Size: size, Pin: pin})
-			}
-			g.ui.printf("%s\n", root)
-			return nil
+				if pin != "" {
+					if err := st.SetPin(ctx, pin, root); err != nil {
+						return err
+					}
+				}
+				if asJSON {
+					return g.ui.printJSON(putResult{CID: root.String(), Kind: kind, Size: size, Pin: pin})
+				}
+				g.ui.printf("%s\n", root)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "store a directory and everything below it")
@@ -165,50 +164,47 @@ atomically), or the tree CID into the directory PATH, which must not exist or
 be empty. Every block is verified before its bytes are used; a damaged block
 stops the command with exit code 4 and leaves nothing at PATH.`,
 		Args: exactArgs(1, "one CID or pin name"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			ctx := cmd.Context()
-			c, err := resolve(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
-			info, err := cas.Stat(ctx, st, c)
-			if err != nil {
-				return err
-			}
-			switch info.Type {
-			case cas.TypeTree:
-				if out == "" {
-					return usageError{fmt.Errorf("%s is a directory tree: give -o DIR", c)}
-				}
-				update, finish := g.ui.progress("get", int64(info.Size))
-				defer finish()
-				return cas.GetTree(ctx, st, c, out, &cas.TreeOptions{Progress: update})
-			case cas.TypeFile:
-				update, finish := g.ui.progress("get", int64(info.Size))
-				defer finish()
-				return writeOut(out, g.ui.stdout, func(w io.Writer) error {
-					_, err := cas.ReadFile(ctx, st, c, w, update)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				ctx := cmd.Context()
+				c, err := resolve(ctx, st, args[0])
+				if err != nil {
 					return err
-				})
-			}
-			if c.Type() == cas.Raw {
-				return writeOut(out, g.ui.stdout, func(w io.Writer) error {
-					return st.View(ctx, c, func(data []byte) error {
-						_, err := w.Write(data)
+				}
+				info, err := cas.Stat(ctx, st, c)
+				if err != nil {
+					return err
+				}
+				switch info.Type {
+				case cas.TypeTree:
+					if out == "" {
+						return usageError{fmt.Errorf("%s is a directory tree: give -o DIR", c)}
+					}
+					update, finish := g.ui.progress("get", int64(info.Size))
+					defer finish()
+					return cas.GetTree(ctx, st, c, out, &cas.TreeOptions{Progress: update})
+				case cas.TypeFile:
+					update, finish := g.ui.progress("get", int64(info.Size))
+					defer finish()
+					return writeOut(out, g.ui.stdout, func(w io.Writer) error {
+						_, err := cas.ReadFile(ctx, st, c, w, update)
 						return err
 					})
-				})
-			}
-			what := info.Codec
-			if info.Type != "" {
-				what = info.Type
-			}
-			return fmt.Errorf("%s is a %s block, not a file or tree (try 'hg dag get')", c, what)
+				}
+				if c.Type() == cas.Raw {
+					return writeOut(out, g.ui.stdout, func(w io.Writer) error {
+						return st.View(ctx, c, func(data []byte) error {
+							_, err := w.Write(data)
+							return err
+						})
+					})
+				}
+				what := info.Codec
+				if info.Type != "" {
+					what = info.Type
+				}
+				return fmt.Errorf("%s is a %s block, not a file or tree (try 'hg dag get')", c, what)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `PATH` instead of stdout (required for a tree)")
@@ -261,36 +257,33 @@ func newStatCmd(g *globals) *cobra.Command {
 		Use:   "stat CID|PIN",
 		Short: "show a block's codec, type, size and links",
 		Args:  exactArgs(1, "one CID or pin name"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			c, err := resolve(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			info, err := cas.Stat(cmd.Context(), st, c)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				type infoJSON struct {
-					CID string `json:"cid"`
-					*cas.Info
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				c, err := resolve(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
 				}
-				return g.ui.printJSON(infoJSON{info.CID.String(), info})
-			}
-			g.ui.printf("cid        %s\n", info.CID)
-			g.ui.printf("codec      %s\n", info.Codec)
-			if info.Type != "" {
-				g.ui.printf("type       %s\n", info.Type)
-			}
-			g.ui.printf("size       %d\n", info.Size)
-			g.ui.printf("block size %d\n", info.BlockSize)
-			g.ui.printf("links      %d\n", info.Links)
-			return nil
+				info, err := cas.Stat(cmd.Context(), st, c)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					type infoJSON struct {
+						CID string `json:"cid"`
+						*cas.Info
+					}
+					return g.ui.printJSON(infoJSON{info.CID.String(), info})
+				}
+				g.ui.printf("cid        %s\n", info.CID)
+				g.ui.printf("codec      %s\n", info.Codec)
+				if info.Type != "" {
+					g.ui.printf("type       %s\n", info.Type)
+				}
+				g.ui.printf("size       %d\n", info.Size)
+				g.ui.printf("block size %d\n", info.BlockSize)
+				g.ui.printf("links      %d\n", info.Links)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")

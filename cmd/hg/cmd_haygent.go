@@ -83,7 +83,7 @@ calls an OpenAI-compatible endpoint (HG_OPENAI_BASE_URL, HG_OPENAI_API_KEY,
 The receipt is signed with the store's runner key (made on first use; see
 'hg key'). Exit 0 on PASS, 3 on HALT.`,
 		Args: exactArgs(1, "one package DIR"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			pkg, err := haygent.Load(args[0])
 			if err != nil {
 				return err
@@ -105,55 +105,52 @@ The receipt is signed with the store's runner key (made on first use; see
 			if err != nil {
 				return err
 			}
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			key, err := runnerKey(g, dir)
-			if err != nil {
-				return err
-			}
-			opts := haygent.Options{
-				Store: st, Key: key, Adapter: adapter, Workspace: wsDir, AllowUnisolated: allowUnisolated,
-			}
-			if g.ui.stderrIsTerminal() {
-				opts.Log = func(format string, args ...any) { fmt.Fprintf(g.ui.stderr, "hg: "+format+"\n", args...) }
-			}
-			if pin != "" {
-				if err := cas.CheckPinName(pin); err != nil {
-					return usageError{err}
-				}
-			}
-			res, err := haygent.Run(cmd.Context(), pkg, input, opts)
-			if err != nil {
-				return err
-			}
-			if pin != "" {
-				if err := st.SetPin(cmd.Context(), pin, res.ReceiptCID); err != nil {
+			return g.withStore(false, func(st cas.Store) error {
+				key, err := runnerKey(g, dir)
+				if err != nil {
 					return err
 				}
-			}
-			if asJSON {
-				out := map[string]any{"receipt": res.ReceiptCID.String(), "status": res.Receipt.Status, "run": res.Receipt.Run}
-				if h := res.Receipt.Halt; h != nil {
-					out["failed_gate"], out["verdict"], out["reason"] = h.FailedGate, h.Verdict, h.Reason
+				opts := haygent.Options{
+					Store: st, Key: key, Adapter: adapter, Workspace: wsDir, AllowUnisolated: allowUnisolated,
 				}
-				if err := g.ui.printJSON(out); err != nil {
+				if g.ui.stderrIsTerminal() {
+					opts.Log = func(format string, args ...any) { fmt.Fprintf(g.ui.stderr, "hg: "+format+"\n", args...) }
+				}
+				if pin != "" {
+					if err := cas.CheckPinName(pin); err != nil {
+						return usageError{err}
+					}
+				}
+				res, err := haygent.Run(cmd.Context(), pkg, input, opts)
+				if err != nil {
 					return err
 				}
-			} else {
-				g.ui.printf("%s\n", res.ReceiptCID)
-			}
-			if res.Receipt.Status != haygent.StatusPass {
-				h := res.Receipt.Halt
-				what := h.Verdict
-				if h.FailedGate != "" {
-					what = h.FailedGate + " " + h.Verdict
+				if pin != "" {
+					if err := st.SetPin(cmd.Context(), pin, res.ReceiptCID); err != nil {
+						return err
+					}
 				}
-				return haltError{fmt.Sprintf("HALT (%s): %s", what, h.Reason)}
-			}
-			return nil
+				if asJSON {
+					out := map[string]any{"receipt": res.ReceiptCID.String(), "status": res.Receipt.Status, "run": res.Receipt.Run}
+					if h := res.Receipt.Halt; h != nil {
+						out["failed_gate"], out["verdict"], out["reason"] = h.FailedGate, h.Verdict, h.Reason
+					}
+					if err := g.ui.printJSON(out); err != nil {
+						return err
+					}
+				} else {
+					g.ui.printf("%s\n", res.ReceiptCID)
+				}
+				if res.Receipt.Status != haygent.StatusPass {
+					h := res.Receipt.Halt
+					what := h.Verdict
+					if h.FailedGate != "" {
+						what = h.FailedGate + " " + h.Verdict
+					}
+					return haltError{fmt.Sprintf("HALT (%s): %s", what, h.Reason)}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&inputFile, "input", "", "the input packet: a JSON `FILE`, or - for stdin")
@@ -270,31 +267,28 @@ func newReportCmd(g *globals) *cobra.Command {
 		Use:   "report RUN|RECEIPT [--json]",
 		Short: "the report of a run or an invocation, rendered from the ledger only",
 		Args:  exactArgs(1, "one RECEIPT CID or pin"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			ctx := cmd.Context()
-			if isRunID(args[0]) {
-				if asJSON {
-					return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				ctx := cmd.Context()
+				if isRunID(args[0]) {
+					if asJSON {
+						return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
+					}
+					return runReport(ctx, g, st, args[0])
 				}
-				return runReport(ctx, g, st, args[0])
-			}
-			c, err := resolve(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
-			l, err := haygent.LoadLedger(ctx, st, c)
-			if err != nil {
-				return err
-			}
-			if !asJSON {
-				return haygent.WriteReport(g.ui.stdout, l)
-			}
-			return writeLedgerJSON(ctx, g, st, l)
+				c, err := resolve(ctx, st, args[0])
+				if err != nil {
+					return err
+				}
+				l, err := haygent.LoadLedger(ctx, st, c)
+				if err != nil {
+					return err
+				}
+				if !asJSON {
+					return haygent.WriteReport(g.ui.stdout, l)
+				}
+				return writeLedgerJSON(ctx, g, st, l)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipt and every record it links to as DAG-JSON")

@@ -16,24 +16,21 @@ func newPinAddCmd(g *globals) *cobra.Command {
 		Use:   "add NAME CID",
 		Short: "pin CID under NAME, once every block it reaches is present",
 		Args:  exactArgs(2, "NAME and CID"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := cas.CheckPinName(name); err != nil {
 				return usageError{err}
 			}
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			c, err := resolve(cmd.Context(), st, args[1])
-			if err != nil {
-				return err
-			}
-			if err := cas.CheckClosure(cmd.Context(), st, c); err != nil {
-				return fmt.Errorf("not pinned: %w", err)
-			}
-			return st.SetPin(cmd.Context(), name, c)
+			return g.withStore(false, func(st cas.Store) error {
+				c, err := resolve(cmd.Context(), st, args[1])
+				if err != nil {
+					return err
+				}
+				if err := cas.CheckClosure(cmd.Context(), st, c); err != nil {
+					return fmt.Errorf("not pinned: %w", err)
+				}
+				return st.SetPin(cmd.Context(), name, c)
+			})
 		},
 	}
 }
@@ -43,13 +40,10 @@ func newPinRmCmd(g *globals) *cobra.Command {
 		Use:   "rm NAME",
 		Short: "remove a pin (the blocks stay until gc)",
 		Args:  exactArgs(1, "one NAME"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			return st.DeletePin(cmd.Context(), args[0])
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(false, func(st cas.Store) error {
+				return st.DeletePin(cmd.Context(), args[0])
+			})
 		},
 	}
 }
@@ -60,31 +54,28 @@ func newPinLsCmd(g *globals) *cobra.Command {
 		Use:   "ls",
 		Short: "list pins: CID and name, sorted by name",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			pins, err := st.Pins(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				type pinJSON struct {
-					Name string `json:"name"`
-					CID  string `json:"cid"`
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				pins, err := st.Pins(cmd.Context())
+				if err != nil {
+					return err
 				}
-				out := make([]pinJSON, len(pins))
-				for i, p := range pins {
-					out[i] = pinJSON{p.Name, p.CID.String()}
+				if asJSON {
+					type pinJSON struct {
+						Name string `json:"name"`
+						CID  string `json:"cid"`
+					}
+					out := make([]pinJSON, len(pins))
+					for i, p := range pins {
+						out[i] = pinJSON{p.Name, p.CID.String()}
+					}
+					return g.ui.printJSON(out)
 				}
-				return g.ui.printJSON(out)
-			}
-			for _, p := range pins {
-				g.ui.printf("%s %s\n", p.CID, p.Name)
-			}
-			return nil
+				for _, p := range pins {
+					g.ui.printf("%s %s\n", p.CID, p.Name)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, cid}")
@@ -100,25 +91,22 @@ func newGCCmd(g *globals) *cobra.Command {
 		Long: `Remove every block that no pin reaches. gc marks first and removes nothing
 if a pinned closure is missing a block or holds a damaged one (run 'hg fsck').`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			stats, err := cas.GC(cmd.Context(), st, &opts)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return g.ui.printJSON(stats)
-			}
-			verb := "removed"
-			if stats.DryRun {
-				verb = "would remove"
-			}
-			g.ui.printf("%s %d blocks (%d bytes), kept %d\n", verb, stats.Removed, stats.FreedBytes, stats.Kept)
-			return nil
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(false, func(st cas.Store) error {
+				stats, err := cas.GC(cmd.Context(), st, &opts)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return g.ui.printJSON(stats)
+				}
+				verb := "removed"
+				if stats.DryRun {
+					verb = "would remove"
+				}
+				g.ui.printf("%s %d blocks (%d bytes), kept %d\n", verb, stats.Removed, stats.FreedBytes, stats.Kept)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.DryRun, "dry-run", "n", false, "report what would be removed, remove nothing")
@@ -132,50 +120,47 @@ func newFsckCmd(g *globals) *cobra.Command {
 		Use:   "fsck",
 		Short: "re-hash every block and check every pin's closure; exit 4 on damage",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			rep, err := cas.Fsck(cmd.Context(), st, nil)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				type badJSON struct {
-					CID   string `json:"cid"`
-					Error string `json:"error"`
-				}
-				bad := make([]badJSON, len(rep.Bad))
-				for i, b := range rep.Bad {
-					bad[i] = badJSON{b.CID.String(), b.Error}
-				}
-				out := struct {
-					Blocks  int             `json:"blocks"`
-					Bytes   int64           `json:"bytes"`
-					Bad     []badJSON       `json:"bad"`
-					Missing []cas.MissingIn `json:"missing"`
-				}{rep.Blocks, rep.Bytes, bad, rep.Missing}
-				if out.Missing == nil {
-					out.Missing = []cas.MissingIn{}
-				}
-				if err := g.ui.printJSON(out); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				rep, err := cas.Fsck(cmd.Context(), st, nil)
+				if err != nil {
 					return err
 				}
-			} else {
-				for _, b := range rep.Bad {
-					g.ui.printf("bad     %s: %s\n", b.CID, b.Error)
+				if asJSON {
+					type badJSON struct {
+						CID   string `json:"cid"`
+						Error string `json:"error"`
+					}
+					bad := make([]badJSON, len(rep.Bad))
+					for i, b := range rep.Bad {
+						bad[i] = badJSON{b.CID.String(), b.Error}
+					}
+					out := struct {
+						Blocks  int             `json:"blocks"`
+						Bytes   int64           `json:"bytes"`
+						Bad     []badJSON       `json:"bad"`
+						Missing []cas.MissingIn `json:"missing"`
+					}{rep.Blocks, rep.Bytes, bad, rep.Missing}
+					if out.Missing == nil {
+						out.Missing = []cas.MissingIn{}
+					}
+					if err := g.ui.printJSON(out); err != nil {
+						return err
+					}
+				} else {
+					for _, b := range rep.Bad {
+						g.ui.printf("bad     %s: %s\n", b.CID, b.Error)
+					}
+					for _, m := range rep.Missing {
+						g.ui.printf("missing pin %s: %s\n", m.Pin, m.Error)
+					}
+					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing))
 				}
-				for _, m := range rep.Missing {
-					g.ui.printf("missing pin %s: %s\n", m.Pin, m.Error)
+				if !rep.OK() {
+					return integrityError{fmt.Sprintf("fsck found %d bad blocks and %d incomplete pins", len(rep.Bad), len(rep.Missing))}
 				}
-				g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing))
-			}
-			if !rep.OK() {
-				return integrityError{fmt.Sprintf("fsck found %d bad blocks and %d incomplete pins", len(rep.Bad), len(rep.Missing))}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")

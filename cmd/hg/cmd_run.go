@@ -184,18 +184,15 @@ func newCancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel RUN",
 		Short: "stop a run: running steps are killed, finished receipts kept, the rest cancelled",
 		Args:  exactArgs(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(false, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			rec, err := scheduler.Cancel(cmd.Context(), st, args[0], time.Now())
-			if err != nil {
-				return err
-			}
-			g.ui.printf("%s: %s\n", rec.Run, rec.Status)
-			return nil
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(false, func(st cas.Store) error {
+				rec, err := scheduler.Cancel(cmd.Context(), st, args[0], time.Now())
+				if err != nil {
+					return err
+				}
+				g.ui.printf("%s: %s\n", rec.Run, rec.Status)
+				return nil
+			})
 		},
 	}
 }
@@ -206,53 +203,50 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status RUN",
 		Short: "every node's state, attempts and receipt",
 		Args:  exactArgs(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				type nodeJSON struct {
-					Name     string `json:"name"`
-					State    string `json:"state"`
-					Attempts int64  `json:"attempts"`
-					Memo     bool   `json:"memo"`
-					Receipt  string `json:"receipt,omitempty"`
-					Reason   string `json:"reason,omitempty"`
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(true, func(st cas.Store) error {
+				rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
 				}
-				var nodes []nodeJSON
-				for _, n := range rec.Nodes {
-					nj := nodeJSON{Name: n.Name, State: n.State, Attempts: n.Attempts, Memo: n.Memo, Reason: n.Reason}
-					if n.Receipt != nil {
-						nj.Receipt = n.Receipt.String()
+				if asJSON {
+					type nodeJSON struct {
+						Name     string `json:"name"`
+						State    string `json:"state"`
+						Attempts int64  `json:"attempts"`
+						Memo     bool   `json:"memo"`
+						Receipt  string `json:"receipt,omitempty"`
+						Reason   string `json:"reason,omitempty"`
 					}
-					nodes = append(nodes, nj)
+					var nodes []nodeJSON
+					for _, n := range rec.Nodes {
+						nj := nodeJSON{Name: n.Name, State: n.State, Attempts: n.Attempts, Memo: n.Memo, Reason: n.Reason}
+						if n.Receipt != nil {
+							nj.Receipt = n.Receipt.String()
+						}
+						nodes = append(nodes, nj)
+					}
+					return g.ui.printJSON(map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes})
 				}
-				return g.ui.printJSON(map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes})
-			}
-			g.ui.printf("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
-			if rec.Reason != "" {
-				g.ui.printf("  %s\n", rec.Reason)
-			}
-			tw := tabwriter.NewWriter(g.ui.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tRECEIPT\tNOTE")
-			for _, n := range rec.Nodes {
-				receipt := "-"
-				if n.Receipt != nil {
-					receipt = n.Receipt.String()
+				g.ui.printf("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
+				if rec.Reason != "" {
+					g.ui.printf("  %s\n", rec.Reason)
 				}
-				note := n.Reason
-				if n.Memo {
-					note = "cached"
+				tw := tabwriter.NewWriter(g.ui.stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tRECEIPT\tNOTE")
+				for _, n := range rec.Nodes {
+					receipt := "-"
+					if n.Receipt != nil {
+						receipt = n.Receipt.String()
+					}
+					note := n.Reason
+					if n.Memo {
+						note = "cached"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
@@ -264,7 +258,7 @@ func newDagDotCmd(g *globals) *cobra.Command {
 		Use:   "dot WORKORDER.json|RUN",
 		Short: "print a Work Order or a run as Graphviz, nodes coloured by state",
 		Args:  exactArgs(1, "a WORKORDER.json or a RUN id"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, statErr := os.Stat(args[0]); statErr == nil {
 				plan, err := scheduler.Load(args[0])
 				if err != nil {
@@ -273,29 +267,26 @@ func newDagDotCmd(g *globals) *cobra.Command {
 				g.ui.printf("%s", plan.WorkOrder.Dot(nil))
 				return nil
 			}
-			st, err := g.openStore(true, commandLine(g.args))
-			if err != nil {
-				return err
-			}
-			defer closeStore(st, &err)
-			rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			var obj dag.Object
-			if err := st.View(cmd.Context(), rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
-				return err
-			}
-			wo, err := dag.FromObject(obj)
-			if err != nil {
-				return err
-			}
-			states := map[string]string{}
-			for _, n := range rec.Nodes {
-				states[n.Name] = n.State
-			}
-			g.ui.printf("%s", wo.Dot(states))
-			return nil
+			return g.withStore(true, func(st cas.Store) error {
+				rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
+				}
+				var obj dag.Object
+				if err := st.View(cmd.Context(), rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+					return err
+				}
+				wo, err := dag.FromObject(obj)
+				if err != nil {
+					return err
+				}
+				states := map[string]string{}
+				for _, n := range rec.Nodes {
+					states[n.Name] = n.State
+				}
+				g.ui.printf("%s", wo.Dot(states))
+				return nil
+			})
 		},
 	}
 }

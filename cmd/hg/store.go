@@ -76,3 +76,15 @@ func commandLine(args []string) string {
 	}
 	return s
 }
+
+// withStore opens the store for one command, runs fn and closes the store,
+// keeping fn's error first. Commands that only read pass readOnly, so
+// several can share the store.
+func (g *globals) withStore(readOnly bool, fn func(st cas.Store) error) (err error) {
+	st, err := g.openStore(readOnly, commandLine(g.args))
+	if err != nil {
+		return err
+	}
+	defer closeStore(st, &err)
+	return fn(st)
+}
