@@ -201,16 +201,7 @@ func TestUntrustedEngineRejected(t *testing.T) {
 	engine := &scheduler.Local{Key: rogue, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
 		return plan.Packages[inv.Node], nil
 	}}
-	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Engine: engine})
-	ctx := context.Background()
-	id, err := s.Start(ctx, plan, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := s.Execute(ctx, plan, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rec := run(t, st, "pipeline.json", scheduler.Options{Engine: engine})
 	if rec.Status != scheduler.StatusHalted {
 		t.Fatalf("status %s, want halted", rec.Status)
 	}
@@ -244,16 +235,7 @@ func TestEngineDoingOtherWorkRejected(t *testing.T) {
 	engine := &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
 		return plan.Packages[inv.Node], nil
 	}}}
-	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Engine: engine})
-	ctx := context.Background()
-	id, err := s.Start(ctx, plan, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := s.Execute(ctx, plan, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rec := run(t, st, "pipeline.json", scheduler.Options{Engine: engine})
 	for _, n := range rec.Nodes {
 		if n.Name == "seed" && (n.State != dag.Failed || !strings.Contains(n.Reason, "same work")) {
 			t.Errorf("seed: %s %q, want failed on the same-work check", n.State, n.Reason)
