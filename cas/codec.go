@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -23,7 +24,7 @@ var (
 	// encMode writes canonical DAG-CBOR: length-first map key order,
 	// shortest integer and length heads, 64-bit floats only, no NaN or
 	// infinity, definite lengths, nil containers as empty ones.
-	encMode cbor.EncMode
+	encMode cbor.UserBufferEncMode
 
 	// decMode reads strict DAG-CBOR. What it cannot see (integer head
 	// width, key order, float width) the re-encoding check catches.
@@ -45,7 +46,7 @@ func init() {
 		IndefLength:   cbor.IndefLengthForbidden,
 		NilContainers: cbor.NilContainerAsEmpty,
 		TagsMd:        cbor.TagsAllowed,
-	}.EncMode()
+	}.UserBufferEncMode()
 	if err != nil {
 		panic(err)
 	}
@@ -86,28 +87,38 @@ func init() {
 // a byte string holding 0x00 and the binary CID, as DAG-CBOR requires.
 type Link struct{ cid.Cid }
 
-// MarshalCBOR implements [cbor.Marshaler].
+// MarshalCBOR implements [cbor.Marshaler]. It writes the tag and byte
+// string heads itself: links are the most common item in hg objects.
 func (l Link) MarshalCBOR() ([]byte, error) {
 	if !l.Defined() {
 		return nil, fmt.Errorf("encode link: undefined CID: %w", ErrInvalid)
 	}
-	return encMode.Marshal(cbor.Tag{Number: linkTag, Content: linkBytes(l.Cid)})
+	b := l.Bytes()
+	out := make([]byte, 0, 5+len(b))
+	out = append(out, 0xd8, linkTag)
+	out = appendHead(out, majorBytes, uint64(1+len(b)))
+	out = append(out, 0)
+	return append(out, b...), nil
 }
 
-// UnmarshalCBOR implements [cbor.Unmarshaler].
+// UnmarshalCBOR implements [cbor.Unmarshaler]. It accepts exactly tag 42
+// in its shortest head over one byte string with a shortest head.
 func (l *Link) UnmarshalCBOR(data []byte) error {
-	var t cbor.RawTag
-	if err := decMode.Unmarshal(data, &t); err != nil {
-		return err
+	if len(data) < 2 || data[0] != 0xd8 || data[1] != linkTag {
+		var t cbor.RawTag
+		if err := decMode.Unmarshal(data, &t); err == nil && t.Number != linkTag {
+			return fmt.Errorf("tag %d where a link (tag 42) was expected", t.Number)
+		}
+		return fmt.Errorf("a link must be tag 42 in its shortest form: %w", ErrNotCanonical)
 	}
-	if t.Number != linkTag {
-		return fmt.Errorf("tag %d where a link (tag 42) was expected", t.Number)
+	major, n, size, ok := readHead(data[2:])
+	if !ok || major != majorBytes || size != uint64(len(data)-2-n) {
+		return fmt.Errorf("link: tag 42 must enclose one byte string: %w", ErrInvalid)
 	}
-	var b []byte
-	if err := decMode.Unmarshal(t.Content, &b); err != nil {
-		return fmt.Errorf("link: %w", err)
+	if !shortestHead(n, size) {
+		return fmt.Errorf("link: byte string head is not the shortest: %w", ErrNotCanonical)
 	}
-	c, err := linkFromBytes(b)
+	c, err := linkFromBytes(data[2+n:])
 	if err != nil {
 		return err
 	}
@@ -152,15 +163,25 @@ func Unmarshal(data []byte, v any) error {
 	if err := decMode.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 	}
-	again, err := encMode.Marshal(v)
-	if err != nil {
+	buf := reencodePool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			buf.Reset()
+			reencodePool.Put(buf)
+		}
+	}()
+	if err := encMode.MarshalToBuffer(v, buf); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 	}
-	if !bytes.Equal(again, data) {
+	if !bytes.Equal(buf.Bytes(), data) {
 		return fmt.Errorf("%w: encoding differs from the canonical one", ErrNotCanonical)
 	}
 	return nil
 }
+
+// reencodePool holds the buffers Unmarshal re-encodes into: the encoding
+// is only compared, never kept.
+var reencodePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // EncodeNode encodes a value of the IPLD data model as canonical DAG-CBOR.
 // The Go types of the data model are: nil, bool, int64 (and the other

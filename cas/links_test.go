@@ -79,7 +79,9 @@ func TestLinksDagCBORLenient(t *testing.T) {
 		{"unsorted keys", "a2 6162" + tag + "6161 01", 1},
 		{"non-shortest ints", "82 1801" + tag, 1},
 		{"float16", "82 f93c00" + tag, 1},
-		{"duplicate keys", "a2 6161" + tag + "6161" + tag, 1},
+		// Both values of a duplicated key count: a walk that keeps
+		// more is safe, one that drops a link is not.
+		{"duplicate keys", "a2 6161" + tag + "6161" + tag, 2},
 		{"invalid UTF-8", "82 62c328" + tag, 1},
 		{"link inside another tag", "d8 2b 81" + tag, 1},
 		{"bignum", "82 c2 41 01" + tag, 1},
@@ -101,7 +103,7 @@ func TestLinksDagCBORLenient(t *testing.T) {
 			t.Errorf("%s: Links: %v", tt.name, err)
 			continue
 		}
-		if len(got) != tt.n || !got[0].Equals(testCID) {
+		if len(got) != tt.n || !slices.ContainsFunc(got, testCID.Equals) || slices.ContainsFunc(got, func(c cid.Cid) bool { return !c.Equals(testCID) }) {
 			t.Errorf("%s: Links = %v, want %d × %s", tt.name, got, tt.n, testCID)
 		}
 	}

@@ -51,6 +51,12 @@ type Verification struct {
 	Checks      []Check
 	Transitions int // transitions read from the chain
 	Blocks      int // distinct blocks the receipt reaches, bad ones included
+
+	// What the verifier decoded strictly, for callers that go on to use
+	// it (nil where it could not be read): the receipt and the packets it
+	// links as input and output.
+	Object        *Receipt
+	Input, Output *Packet
 }
 
 // OK reports whether there is at least one check and every check passed.
@@ -545,6 +551,12 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	v.Transitions = len(chain)
 	if err := vr.readReceiptLinks(&r); err != nil {
 		return err
+	}
+
+	v.Object = &r
+	v.Input, _ = vr.decoded[r.Input.Cid].(*Packet)
+	if r.Output != nil {
+		v.Output, _ = vr.decoded[r.Output.Cid].(*Packet)
 	}
 
 	vr.add(blockCheck())

@@ -23,10 +23,14 @@ type Invocation struct {
 	// Check, if set, re-checks an upstream receipt before the first step
 	// (engines that run in-process use it; remote ones cannot).
 	Check func(ctx context.Context, receipt cid.Cid) error
+
+	base map[cid.Cid]cas.Block // PackageBlocks by CID, when the scheduler has them
 }
 
 // Outcome is what an engine returns: a receipt and every block of its
-// closure that the engine wrote.
+// closure that the engine wrote (the package blocks may be left out). The
+// scheduler takes the blocks over: the engine must not modify their bytes
+// afterwards.
 type Outcome struct {
 	Receipt cid.Cid
 	Blocks  []cas.Block
@@ -55,10 +59,11 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	stg := newStaging()
-	if err := stg.Put(ctx, inv.PackageBlocks...); err != nil {
-		return Outcome{}, err
+	base := inv.base
+	if base == nil {
+		base = blockIndex(inv.PackageBlocks)
 	}
+	stg := newStaging(base)
 	ws := ""
 	if l.Workspace != nil {
 		if ws, err = l.Workspace(inv.Node); err != nil {

@@ -193,7 +193,7 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 	for name, pkg := range plan.Packages {
 		c, ok := stored[pkg.Dir]
 		if !ok {
-			stg := newStaging()
+			stg := newStaging(nil)
 			var err error
 			if c, err = cas.PutTree(ctx, stg, pkg.Dir, nil); err != nil {
 				return "", err
@@ -351,6 +351,7 @@ type execution struct {
 type pkgBlocks struct {
 	root   cid.Cid
 	blocks []cas.Block
+	index  map[cid.Cid]cas.Block // blocks by CID: the base of staging stores
 }
 
 // packageBlocks returns the blocks of a package tree, stored once per
@@ -361,7 +362,7 @@ func (e *execution) packageBlocks(ctx context.Context, pkg *haygent.Package) (pk
 	if pb, ok := e.pkgCache[pkg.Dir]; ok {
 		return pb, nil
 	}
-	stg := newStaging()
+	stg := newStaging(nil)
 	c, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
 	if err != nil {
 		return pkgBlocks{}, err
@@ -370,7 +371,7 @@ func (e *execution) packageBlocks(ctx context.Context, pkg *haygent.Package) (pk
 	if err != nil {
 		return pkgBlocks{}, err
 	}
-	pb := pkgBlocks{root: c, blocks: blocks}
+	pb := pkgBlocks{root: c, blocks: blocks, index: blockIndex(blocks)}
 	if e.pkgCache == nil {
 		e.pkgCache = map[string]pkgBlocks{}
 	}
@@ -669,6 +670,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
 		Input: input, Upstream: upstream,
 		Check: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
+		base:  pb.index,
 	})
 	if err != nil {
 		return fail(dag.Failed, "%v", err)
@@ -682,8 +684,10 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	// Concluded: the engine says it is finished. Done only once accepted,
 	// by this code, from the blocks alone: nothing the engine said is
 	// taken on trust.
-	stg := newStaging()
-	if err := stg.Put(ctx, out.Blocks...); err != nil {
+	// The engine's blocks are handed over, not copied: nothing else
+	// holds them.
+	stg := newStaging(pb.index)
+	if err := stg.Adopt(out.Blocks...); err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.receipt = out.Receipt
@@ -700,7 +704,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	// The receipt must be for this node's work: its package and its input,
 	// whatever engine ran it.
-	acc.Checks = append(acc.Checks, e.sameWork(ctx, stg, out.Receipt, pkgCID, inData))
+	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
@@ -731,9 +735,10 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		}
 		return fail(dag.Failed, "HALT: %s %s: %s", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason)
 	}
-	if res.output, err = outputOf(ctx, stg, out.Receipt); err != nil {
-		return fail(dag.Failed, "output: %v", err)
+	if v.Output == nil {
+		return fail(dag.Failed, "output: receipt %s has no output", out.Receipt)
 	}
+	res.output = v.Output.Payload
 	res.state = dag.Done
 	return res
 }
@@ -743,25 +748,22 @@ type memoHit struct {
 	output          map[string]any
 }
 
-// sameWork checks that a receipt is for the package and input the node
-// asked for.
-func (e *execution) sameWork(ctx context.Context, st cas.Store, receipt, pkg cid.Cid, input []byte) CheckRec {
+// sameWork checks that a verified receipt is for the package and input
+// the node asked for.
+func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte) CheckRec {
 	c := CheckRec{Name: "same work"}
-	r, err := haygent.LoadReceipt(ctx, st, receipt)
-	if err != nil {
-		c.Detail = err.Error()
+	switch {
+	case v.Object == nil:
+		c.Detail = "the receipt cannot be read"
+		return c
+	case v.Object.Package.Cid != pkg:
+		c.Detail = fmt.Sprintf("receipt ran package %s, the node asked for %s", v.Object.Package.Cid, pkg)
+		return c
+	case v.Input == nil:
+		c.Detail = "the receipt's input packet cannot be read"
 		return c
 	}
-	if r.Package.Cid != pkg {
-		c.Detail = fmt.Sprintf("receipt ran package %s, the node asked for %s", r.Package.Cid, pkg)
-		return c
-	}
-	var p haygent.Packet
-	if err := st.View(ctx, r.Input.Cid, func(d []byte) error { return cas.Unmarshal(d, &p) }); err != nil {
-		c.Detail = "input packet: " + err.Error()
-		return c
-	}
-	got, err := cas.EncodeNode(p.Payload)
+	got, err := cas.EncodeNode(v.Input.Payload)
 	if err != nil || string(got) != string(input) {
 		c.Detail = "the receipt's input is not the node's input"
 		return c

@@ -120,6 +120,24 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	return nil
 }
 
+// Adopt stores blocks like Put but keeps their bytes instead of copying
+// them: the caller hands the blocks over and must never modify their bytes
+// again (as [cas.NewBlock] already asks). A scheduler adopts the blocks an
+// engine returned, which nothing else holds.
+func (s *Store) Adopt(blocks ...cas.Block) error {
+	unlock, err := s.write(context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, b := range blocks {
+		if _, ok := s.blocks[b.CID()]; !ok {
+			s.blocks[b.CID()] = b
+		}
+	}
+	return nil
+}
+
 // Delete implements [cas.Store].
 func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	unlock, err := s.write(ctx)
