@@ -58,6 +58,9 @@ type Store interface {
 	// GetRef and DeleteRef of a missing ref return an error wrapping
 	// [ErrNotFound].
 	SetRef(ctx context.Context, ns, name string, c cid.Cid) error
+	// SetRefs sets many refs at once, all or none: one transaction for
+	// a scheduler's many memo entries instead of one each.
+	SetRefs(ctx context.Context, refs ...Ref) error
 	GetRef(ctx context.Context, ns, name string) (cid.Cid, error)
 	DeleteRef(ctx context.Context, ns, name string) error
 	Refs(ctx context.Context, ns string) ([]Pin, error)
@@ -135,6 +138,25 @@ func CheckPinName(name string) error {
 	for _, seg := range strings.Split(name, "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return fmt.Errorf("pin name %q: empty, . or .. segment: %w", name, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Ref is one named CID in a namespace, for [Store.SetRefs].
+type Ref struct {
+	NS, Name string
+	CID      cid.Cid
+}
+
+// CheckRefs checks every ref as SetRef would, before a store writes any.
+func CheckRefs(refs []Ref) error {
+	for _, r := range refs {
+		if err := CheckRef(r.NS, r.Name); err != nil {
+			return err
+		}
+		if !r.CID.Defined() {
+			return fmt.Errorf("ref %s/%s: undefined CID: %w", r.NS, r.Name, ErrInvalid)
 		}
 	}
 	return nil

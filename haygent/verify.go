@@ -342,21 +342,22 @@ func (vr *verifier) markBad(c cid.Cid, why string) {
 }
 
 // upstreamOf returns the upstream receipts the receipt's input packet
-// records, as far as they can be read; the walk reports what cannot.
-func (vr *verifier) upstreamOf(rc cid.Cid) map[cid.Cid]bool {
-	peek := func(c cid.Cid, v any) bool {
-		return c.Type() == cas.DagCBOR && vr.st.View(vr.ctx, c, func(data []byte) error { return cas.Unmarshal(data, v) }) == nil
-	}
+// records, as far as they can be read; the walk reports what cannot. The
+// objects it decodes are kept for the checks that follow.
+func (vr *verifier) upstreamOf(rc cid.Cid) (map[cid.Cid]bool, error) {
 	var r Receipt
 	var in Packet
-	if !peek(rc, &r) || !peek(r.Input.Cid, &in) {
-		return nil
+	if ok, err := vr.object(rc, "receipt", TypeReceipt, &r); !ok || err != nil {
+		return nil, err
+	}
+	if ok, err := vr.object(r.Input.Cid, "input packet", TypePacket, &in); !ok || err != nil {
+		return nil, err
 	}
 	out := map[cid.Cid]bool{}
 	for _, u := range in.Upstream {
 		out[u.Cid] = true
 	}
-	return out
+	return out, nil
 }
 
 // object reads and strictly decodes the typed object c into v (a pointer)
@@ -512,7 +513,10 @@ type evaluation struct {
 
 func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	v := vr.v
-	upstream := vr.upstreamOf(rc)
+	upstream, err := vr.upstreamOf(rc)
+	if err != nil {
+		return err
+	}
 	if err := vr.walk(rc, upstream); err != nil {
 		return err
 	}
@@ -542,6 +546,9 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 		return nil
 	}
 	v.Run, v.Status = r.Run, r.Status
+	// The signature is checked on another core while the chain is read.
+	sig := make(chan error, 1)
+	go func() { sig <- r.VerifySignature() }()
 
 	// Read the chain, head first, and everything each transition links.
 	chain, chainProbs, complete, err := vr.readChain(&r)
@@ -565,7 +572,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 
 	vr.checkChain(&r, chain, chainProbs, complete)
 	vr.checkIndex(&r, chain, complete)
-	vr.checkSignature(&r, trusted)
+	vr.checkSignature(&r, <-sig, trusted)
 
 	specs, compiled, pkgCheck, err := vr.packageGates(&r)
 	if err != nil {
@@ -860,13 +867,13 @@ func summarizeList(list []string) string {
 	return fmt.Sprintf("%s, %s and %d more", list[0], list[1], len(list)-2)
 }
 
-func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
+func (vr *verifier) checkSignature(r *Receipt, sigErr error, trusted []ed25519.PublicKey) {
 	signer := "(none)"
 	if len(r.Signer) == ed25519.PublicKeySize {
 		signer = FormatPublicKey(ed25519.PublicKey(r.Signer))
 	}
-	if err := r.VerifySignature(); err != nil {
-		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
+	if sigErr != nil {
+		vr.add(fail(CheckSignature, "signature by %s: %v", signer, sigErr))
 	} else {
 		vr.add(Check{Name: CheckSignature, OK: true, Detail: "signed by " + signer})
 	}

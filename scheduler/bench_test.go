@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/scheduler"
 )
@@ -50,10 +52,20 @@ func writeWorkOrder(b testing.TB, n int, shape string) string {
 	return path
 }
 
+// boltOpener opens the bbolt store for each short transaction, as hg run
+// does, so that other commands can use the store during a run.
+type boltOpener struct{ dir string }
+
+func (o boltOpener) Open(_ context.Context, readOnly bool) (cas.Store, error) {
+	return boltstore.Open(o.dir, &boltstore.Options{ReadOnly: readOnly})
+}
+
 // BenchmarkScheduler measures the time per node of Work Orders of
-// builtin-only Haygents, receipts signed, verified, accepted and stored
-// (in memory), chains and wide fan-outs. Target: at most 200 µs per node
-// at 10,000 nodes. 100,000 nodes run only with HG_BENCH_100K=1.
+// builtin-only Haygents, receipts signed, verified, accepted and stored,
+// chains and wide fan-outs, in memory and in a bbolt store on disk (opened
+// for each transaction, as hg run does). Target: at most 200 µs per node
+// at 10,000 nodes. 100,000 nodes run only with HG_BENCH_100K=1;
+// HG_BENCH_SIZE=N runs N nodes alone.
 func BenchmarkScheduler(b *testing.B) {
 	sizes := []int{1000, 10000}
 	if s := os.Getenv("HG_BENCH_SIZE"); s != "" {
@@ -63,34 +75,47 @@ func BenchmarkScheduler(b *testing.B) {
 	if os.Getenv("HG_BENCH_100K") != "" {
 		sizes = append(sizes, 100000)
 	}
-	for _, shape := range []string{"chain", "fanout"} {
-		for _, n := range sizes {
-			b.Run(fmt.Sprintf("%s-%d", shape, n), func(b *testing.B) {
-				plan, err := scheduler.Load(writeWorkOrder(b, n, shape))
-				if err != nil {
-					b.Fatal(err)
-				}
-				var total time.Duration
-				for range b.N {
-					st := memstore.New()
-					s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Jobs: 2, NoCache: true})
-					ctx := context.Background()
-					start := time.Now()
-					id, err := s.Start(ctx, plan, "")
-					if err != nil {
-						b.Fatal(err)
-					}
-					rec, err := s.Execute(ctx, plan, id)
-					if err != nil {
-						b.Fatal(err)
-					}
-					total += time.Since(start)
-					if rec.Status != scheduler.StatusDone {
-						b.Fatalf("status %s: %s", rec.Status, rec.Reason)
-					}
-				}
-				b.ReportMetric(float64(total.Microseconds())/float64(b.N*n), "µs/node")
-			})
+	for _, where := range []string{"mem", "bolt"} {
+		for _, shape := range []string{"chain", "fanout"} {
+			for _, n := range sizes {
+				b.Run(fmt.Sprintf("%s-%s-%d", where, shape, n), func(b *testing.B) {
+					benchRun(b, where, shape, n)
+				})
+			}
 		}
 	}
+}
+
+func benchRun(b *testing.B, where, shape string, n int) {
+	plan, err := scheduler.Load(writeWorkOrder(b, n, shape))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for range b.N {
+		var store scheduler.Opener = scheduler.Shared{Store: memstore.New()}
+		if where == "bolt" {
+			dir := b.TempDir()
+			if err := boltstore.Init(dir); err != nil {
+				b.Fatal(err)
+			}
+			store = boltOpener{dir}
+		}
+		s := scheduler.New(scheduler.Options{Store: store, Key: key, Jobs: 2, NoCache: true})
+		ctx := context.Background()
+		start := time.Now()
+		id, err := s.Start(ctx, plan, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec, err := s.Execute(ctx, plan, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		if rec.Status != scheduler.StatusDone {
+			b.Fatalf("status %s: %s", rec.Status, rec.Reason)
+		}
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N*n), "µs/node")
 }

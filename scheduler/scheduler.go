@@ -420,8 +420,10 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	e.mu.Lock()
 	e.initQueue()
 	e.mu.Unlock()
-	for {
+	// spawn starts ready nodes up to the bound.
+	spawn := func() {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for ctx.Err() == nil && active < e.s.opts.Jobs && len(e.queue) > 0 {
 			name := e.queue[0]
 			e.queue = e.queue[1:]
@@ -435,22 +437,42 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			active++
 			go func(name string) { results <- e.invoke(ctx, name) }(name)
 		}
-		e.mu.Unlock()
+	}
+	// Commits run in the background, one at a time, so that nodes go on
+	// while accepted work is written out.
+	committed := make(chan error, 1)
+	committing := false
+	startCommit := func() {
+		batch := pending
+		pending, lastCommit, committing = nil, time.Now(), true
+		go func() { committed <- e.commit(ctx, batch) }()
+	}
+	poll := time.NewTicker(500 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		spawn()
 		if active == 0 {
 			break
 		}
 		var r result
 		select {
 		case r = <-results:
-		case <-time.After(500 * time.Millisecond):
-			e.pollCancel(ctx)
+		case err := <-committed:
+			committing = false
+			if err != nil {
+				return nil, err
+			}
+			continue
+		case <-poll.C:
+			if !committing { // a commit looks for cancel requests itself
+				e.pollCancel(ctx)
+			}
 			continue
 		}
 		active--
 		// Take every result already waiting, apply them at once so that
-		// downstream nodes can start, and write them out in one short
-		// transaction at most every commitEvery, or when nothing is left
-		// to start.
+		// downstream nodes can start, and write them out at most every
+		// commitEvery.
 		batch := []result{r}
 	drain:
 		for active > 0 {
@@ -464,14 +486,14 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		}
 		e.apply(batch)
 		pending = append(pending, batch...)
-		e.mu.Lock()
-		idle := active == 0 && len(e.queue) == 0
-		e.mu.Unlock()
-		if idle || time.Since(lastCommit) >= commitEvery {
-			if err := e.commit(ctx, pending); err != nil {
-				return nil, err
-			}
-			pending, lastCommit = nil, time.Now()
+		spawn()
+		if !committing && time.Since(lastCommit) >= commitEvery {
+			startCommit()
+		}
+	}
+	if committing {
+		if err := <-committed; err != nil {
+			return nil, err
 		}
 	}
 	if len(pending) > 0 {
@@ -868,52 +890,72 @@ func (e *execution) apply(batch []result) {
 // commit writes the blocks of finished nodes, their memo entries and the
 // run record in one short transaction.
 func (e *execution) commit(ctx context.Context, batch []result) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	st, err := e.s.opts.Store.Open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// The blocks first, without the lock: only this loop holds them, and
+	// running nodes go on meanwhile.
 	w := cas.NewWriter(st)
+	var refs []cas.Ref
 	for _, r := range batch {
 		for _, b := range r.blocks {
 			if err := w.Add(ctx, b); err != nil {
 				return err
 			}
 		}
+		if r.state == dag.Done && !r.memo && r.memoKey != "" {
+			refs = append(refs, cas.Ref{NS: MemoNamespace, Name: r.memoKey, CID: r.accept})
+		}
 	}
 	if err := w.Flush(ctx); err != nil {
 		return err
 	}
-	for _, r := range batch {
-		if r.state == dag.Done && !r.memo && r.memoKey != "" {
-			if err := st.SetRef(ctx, MemoNamespace, r.memoKey, r.accept); err != nil {
-				return err
-			}
-		}
-	}
-	e.rec.Updated = e.s.stamp()
 	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
 		e.cancel() // hg cancel from another process
 	}
-	return e.saveRecord(ctx, st)
+	e.mu.Lock()
+	e.rec.Updated = e.s.stamp()
+	blocks, ref, err := e.encodeRecord(ctx)
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The record's pages, then every ref in one transaction: the memo
+	// entries and the run's new root.
+	if err := st.Put(ctx, blocks...); err != nil {
+		return err
+	}
+	return st.SetRefs(ctx, append(refs, ref)...)
 }
 
-func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
+// encodeRecord encodes the pages of the run record that changed since the
+// last call and returns them with the ref to the record's new root. The
+// caller holds e.mu.
+func (e *execution) encodeRecord(ctx context.Context) ([]cas.Block, cas.Ref, error) {
 	if e.pages == nil {
 		e.pages = &pageCache{}
 		e.pages.markAll(len(e.rec.Nodes))
 	}
 	blocks, root, err := encodeRecord(ctx, e.rec, e.pages)
 	if err != nil {
+		return nil, cas.Ref{}, err
+	}
+	return blocks, cas.Ref{NS: RefNamespace, Name: e.rec.Run, CID: root}, nil
+}
+
+// saveRecord stores the run record. The caller holds e.mu.
+func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
+	blocks, ref, err := e.encodeRecord(ctx)
+	if err != nil {
 		return err
 	}
 	if err := st.Put(ctx, blocks...); err != nil {
 		return err
 	}
-	return st.SetRef(ctx, RefNamespace, e.rec.Run, root)
+	return st.SetRefs(ctx, ref)
 }
 
 // settle decides the run's outcome: done only when every required node is

@@ -756,7 +756,12 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 
 // SetRef makes ns/name point at c, in one synced transaction.
 func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
-	if err := cas.CheckRef(ns, name); err != nil {
+	return s.SetRefs(ctx, cas.Ref{NS: ns, Name: name, CID: c})
+}
+
+// SetRefs sets every ref in one synced transaction: all or none.
+func (s *Store) SetRefs(ctx context.Context, refs ...cas.Ref) error {
+	if err := cas.CheckRefs(refs); err != nil {
 		return err
 	}
 	end, err := s.begin(ctx, true)
@@ -765,11 +770,16 @@ func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
 	}
 	defer end()
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.Bucket(bucketRefs).CreateBucketIfNotExists([]byte(ns))
-		if err != nil {
-			return err
+		for _, r := range refs {
+			b, err := tx.Bucket(bucketRefs).CreateBucketIfNotExists([]byte(r.NS))
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(r.Name), r.CID.Bytes()); err != nil {
+				return err
+			}
 		}
-		return b.Put([]byte(name), c.Bytes())
+		return nil
 	})
 }
 

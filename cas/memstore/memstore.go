@@ -233,7 +233,12 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 
 // SetRef implements [cas.Store].
 func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
-	if err := cas.CheckRef(ns, name); err != nil {
+	return s.SetRefs(ctx, cas.Ref{NS: ns, Name: name, CID: c})
+}
+
+// SetRefs implements [cas.Store].
+func (s *Store) SetRefs(ctx context.Context, refs ...cas.Ref) error {
+	if err := cas.CheckRefs(refs); err != nil {
 		return err
 	}
 	unlock, err := s.write(ctx)
@@ -241,10 +246,12 @@ func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
 		return err
 	}
 	defer unlock()
-	if s.refs[ns] == nil {
-		s.refs[ns] = map[string]cid.Cid{}
+	for _, r := range refs {
+		if s.refs[r.NS] == nil {
+			s.refs[r.NS] = map[string]cid.Cid{}
+		}
+		s.refs[r.NS][r.Name] = r.CID
 	}
-	s.refs[ns][name] = c
 	return nil
 }
 

@@ -580,6 +580,30 @@ func (s *suite) testRefs(t *testing.T) {
 	if roots, err := cas.Roots(ctx, st); err != nil || len(roots) != 2 {
 		t.Errorf("Roots = %v, %v; want the two runs refs", roots, err)
 	}
+
+	// SetRefs is all or none: one bad ref and none is set.
+	err = st.SetRefs(ctx, cas.Ref{NS: "memo", Name: "m1", CID: a.CID()}, cas.Ref{NS: "memo", Name: "../m2", CID: a.CID()})
+	if !errors.Is(err, cas.ErrInvalid) {
+		t.Errorf("SetRefs with a bad name = %v, want ErrInvalid", err)
+	}
+	if err := st.SetRefs(ctx, cas.Ref{NS: "memo", Name: "m3"}); !errors.Is(err, cas.ErrInvalid) {
+		t.Errorf("SetRefs with an undefined CID = %v, want ErrInvalid", err)
+	}
+	if refs, _ := st.Refs(ctx, "memo"); len(refs) != 0 {
+		t.Errorf("after failed SetRefs, Refs(memo) = %v; want none", refs)
+	}
+	err = st.SetRefs(ctx, cas.Ref{NS: "memo", Name: "m1", CID: a.CID()}, cas.Ref{NS: "runs", Name: "r2", CID: b.CID()}, cas.Ref{NS: "memo", Name: "m2", CID: b.CID()})
+	if err != nil {
+		t.Fatalf("SetRefs: %v", err)
+	}
+	for _, want := range []cas.Ref{{NS: "memo", Name: "m1", CID: a.CID()}, {NS: "memo", Name: "m2", CID: b.CID()}, {NS: "runs", Name: "r2", CID: b.CID()}} {
+		if c, err := st.GetRef(ctx, want.NS, want.Name); err != nil || c != want.CID {
+			t.Errorf("after SetRefs, GetRef(%s, %s) = %v, %v; want %v", want.NS, want.Name, c, err, want.CID)
+		}
+	}
+	if err := st.SetRefs(ctx); err != nil {
+		t.Errorf("SetRefs of nothing = %v", err)
+	}
 }
 
 func (s *suite) testPins(t *testing.T) {
