@@ -440,12 +440,28 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	}
 	// Commits run in the background, one at a time, so that nodes go on
 	// while accepted work is written out.
-	committed := make(chan error, 1)
+	type commitDone struct {
+		err  error
+		took time.Duration
+	}
+	committed := make(chan commitDone, 1)
 	committing := false
+	interval := commitEvery
 	startCommit := func() {
 		batch := pending
 		pending, lastCommit, committing = nil, time.Now(), true
-		go func() { committed <- e.commit(ctx, batch) }()
+		go func() {
+			start := time.Now()
+			err := e.commit(ctx, batch)
+			committed <- commitDone{err, time.Since(start)}
+		}()
+	}
+	endCommit := func(d commitDone) error {
+		committing = false
+		// Commits take at most a fifth of the time: a big store writes
+		// less often, in bigger batches.
+		interval = max(commitEvery, 4*d.took)
+		return d.err
 	}
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
@@ -457,9 +473,8 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		var r result
 		select {
 		case r = <-results:
-		case err := <-committed:
-			committing = false
-			if err != nil {
+		case d := <-committed:
+			if err := endCommit(d); err != nil {
 				return nil, err
 			}
 			continue
@@ -472,7 +487,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		active--
 		// Take every result already waiting, apply them at once so that
 		// downstream nodes can start, and write them out at most every
-		// commitEvery.
+		// interval.
 		batch := []result{r}
 	drain:
 		for active > 0 {
@@ -487,12 +502,12 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		e.apply(batch)
 		pending = append(pending, batch...)
 		spawn()
-		if !committing && time.Since(lastCommit) >= commitEvery {
+		if !committing && time.Since(lastCommit) >= interval {
 			startCommit()
 		}
 	}
 	if committing {
-		if err := <-committed; err != nil {
+		if err := endCommit(<-committed); err != nil {
 			return nil, err
 		}
 	}
@@ -850,8 +865,10 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 	return nil
 }
 
-// commitEvery bounds how long accepted nodes wait to be written out; a
-// crash loses at most that much accepted work, which then runs again.
+// commitEvery is the shortest time between two commits of accepted work;
+// a commit that takes longer than a fifth of it stretches the interval to
+// five times its own length. A crash loses at most one interval of
+// accepted work, which the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
 // apply records finished nodes in memory, so that their downstream nodes
