@@ -41,6 +41,9 @@ type Manifest struct {
 	Timeouts     Timeouts        `json:"timeouts"`
 	Slots        map[string]Slot `json:"slots"`
 	Repair       *Repair         `json:"repair,omitempty"`
+	// Approvers are the keys (ed25519:...) whose approvals the approval
+	// step counts; with none, no approval counts.
+	Approvers []string `json:"approvers,omitempty"`
 }
 
 // Timeouts bound a step and a whole invocation (Go durations).
@@ -147,7 +150,7 @@ func (e *ProblemsError) Error() string {
 func (e *ProblemsError) Unwrap() error { return ErrBadPackage }
 
 // builtinOps are the steps that need no process.
-var builtinOps = []string{"noop", "copy_field", "digest", "digest_equal", "write_file", "read_file", "roundtrip"}
+var builtinOps = []string{"noop", "copy_field", "digest", "digest_equal", "write_file", "read_file", "roundtrip", "approval"}
 
 // Load reads, compiles and checks the package in dir. Every problem found
 // is returned at once in a [*ProblemsError]: schemas that do not compile,
@@ -281,6 +284,11 @@ func checkManifest(m *Manifest, add func(string, string, ...any)) {
 	}
 	if m.RepairBudget < 0 || m.RepairBudget > 100 {
 		add(f, "repair_budget %d: want 0 to 100", m.RepairBudget)
+	}
+	for i, k := range m.Approvers {
+		if _, err := ParsePublicKey(k); err != nil {
+			add(f, "approvers[%d]: %v", i, err)
+		}
 	}
 	for _, d := range []struct{ name, v string }{{"timeouts.step", m.Timeouts.Step}, {"timeouts.run", m.Timeouts.Run}} {
 		if dur, err := time.ParseDuration(d.v); err != nil || dur <= 0 {

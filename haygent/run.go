@@ -732,6 +732,27 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 			return nil, err
 		}
 		rec.evidence = append(rec.evidence, link)
+	case "approval":
+		// An approval from the state, checked against the subject the
+		// step sees now, at the instant of use.
+		v, ok := pointerGet(r.state, str("from"))
+		if !ok {
+			fail("approval: nothing at %s", str("from"))
+			break
+		}
+		a, err := approvalFromValue(v)
+		if err != nil {
+			fail("approval at %s: %v", str("from"), err)
+			break
+		}
+		subject, _ := pointerGet(r.state, str("subject"))
+		observed, now := SubjectDigest(subject), r.now()
+		problem := checkApproval(a, observed, now, r.pkg.Manifest.Approvers)
+		link, err := r.observeAt(s.ID, evidence.KindApproval, "step:"+s.ID, approvalData(a, observed, problem), now)
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
 	case "digest_equal":
 		a, okA := pointerGet(r.state, str("a"))
 		b, okB := pointerGet(r.state, str("b"))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/evidence"
 	"github.com/haygent/hg/haygent/gate"
 	"github.com/ipfs/go-cid"
 )
@@ -31,6 +33,7 @@ const (
 	CheckTrust        = "trusted signer"
 	CheckPackageGates = "package gates"
 	CheckGatePrefix   = "gate "
+	CheckApprovals    = "approvals"
 	CheckStatus       = "status"
 )
 
@@ -161,6 +164,14 @@ const maxGatesFile = cas.MaxBlockSize
 //     first reading, the runtime can say PASS where this code says STALE,
 //     and the gate check fails.
 //
+//   - "approvals": every approval evidence of the chain is checked again
+//     with the runtime's rule (checkApproval): the approval's signature by
+//     its approver, the approver among the package manifest's approvers,
+//     the subject the step saw, and issued_at <= observed_at < expires_at,
+//     observed_at being the instant of use. The recorded "valid" must
+//     agree: a runner that counted an expired, forged or foreign approval
+//     fails here, whatever the gates said.
+//
 //   - "status": the status is PASS or HALT. PASS requires no halt record,
 //     an output packet whose schema is the output contract, a final gate
 //     evaluation that is the head of the chain, and every gate of the
@@ -178,11 +189,8 @@ const maxGatesFile = cas.MaxBlockSize
 // manifest; that the transitions follow the package's spine (a trusted
 // signer could drop an evidence-free step and renumber the chain); slot
 // calls' raw responses against their verdicts and proposals; the upstream
-// receipts; the time stamps beyond those gates read, and the replay
-// command. The
-// runtime records no approval evidence yet, so an approval's expiry is not
-// checked either: a gate on approval evidence is recomputed like any other,
-// on its predicate and max_age only.
+// receipts (see [VerifyReceiptChain]); the time stamps beyond those gates
+// and approvals read, and the replay command.
 func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) (*Verification, error) {
 	return VerifyReceiptKnown(ctx, st, receipt, trusted, nil)
 }
@@ -583,8 +591,71 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
+	if err := vr.checkApprovals(&r, chain); err != nil {
+		return err
+	}
 	vr.checkStatus(&r, chain, complete, specs, pkgCheck.OK, final)
 	return nil
+}
+
+// checkApprovals checks every approval the chain records again, with the
+// runtime's own rule, at the instant the runtime used it: the signature,
+// the approver among the package's, the subject, and the window from
+// issue to expiry. What the runtime recorded must agree.
+func (vr *verifier) checkApprovals(r *Receipt, chain []*tnode) error {
+	var probs problems
+	used := 0
+	var approvers []string
+	approversRead := false
+	for _, n := range chain {
+		for i, ev := range n.evidence {
+			if ev == nil || ev.Kind != evidence.KindApproval {
+				continue
+			}
+			used++
+			if !approversRead {
+				approversRead = true
+				var why string
+				var err error
+				if approvers, why, err = vr.packageApprovers(r.Package.Cid); err != nil {
+					return err
+				} else if why != "" {
+					probs.add("the package's approvers cannot be read: %s", why)
+				}
+			}
+			where := fmt.Sprintf("seq %d (step %s) evidence %s", n.t.Seq, n.t.Step, n.t.Evidence[i].Cid)
+			a, observed, valid, ok := approvalFromEvidence(ev.Data)
+			at, err := time.Parse(time.RFC3339Nano, ev.ObservedAt)
+			if !ok || err != nil {
+				probs.add("%s: approval evidence without a valid flag or time of use", where)
+				continue
+			}
+			problem := checkApproval(a, observed, at, approvers)
+			switch {
+			case valid && problem != nil:
+				probs.add("%s: recorded as a valid approval, but %v", where, problem)
+			case !valid && problem == nil:
+				probs.add("%s: recorded as invalid, but the approval checks out", where)
+			}
+		}
+	}
+	vr.add(probs.check(CheckApprovals, fmt.Sprintf("%d approval(s) checked again (signature, approver, subject, window at the time of use): the record agrees", used)))
+	return nil
+}
+
+// packageApprovers reads the approvers of the package's manifest.
+func (vr *verifier) packageApprovers(pkg cid.Cid) ([]string, string, error) {
+	data, why, err := vr.readPackageFile(pkg, "", ManifestFile)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	var m struct {
+		Approvers []string `json:"approvers"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, ManifestFile + ": " + err.Error(), nil
+	}
+	return m.Approvers, "", nil
 }
 
 // readChain follows Head through Prior. It returns the transitions oldest
@@ -998,26 +1069,29 @@ func (vr *verifier) readPackageFile(pkg cid.Cid, dir, name string) (data []byte,
 	if err != nil {
 		return dataErr(err)
 	}
-	i := slices.IndexFunc(root.Entries, func(e cas.TreeEntry) bool { return e.Name == dir })
-	if i < 0 || root.Entries[i].Kind != cas.KindDir {
-		return nil, "no " + dir + " directory", nil
-	}
-	sub, err := cas.LoadTree(vr.ctx, vr.st, root.Entries[i].Link.Cid)
-	if err != nil {
-		return dataErr(err)
+	sub, path := root, name
+	if dir != "" {
+		path = dir + "/" + name
+		i := slices.IndexFunc(root.Entries, func(e cas.TreeEntry) bool { return e.Name == dir })
+		if i < 0 || root.Entries[i].Kind != cas.KindDir {
+			return nil, "no " + dir + " directory", nil
+		}
+		if sub, err = cas.LoadTree(vr.ctx, vr.st, root.Entries[i].Link.Cid); err != nil {
+			return dataErr(err)
+		}
 	}
 	j := slices.IndexFunc(sub.Entries, func(e cas.TreeEntry) bool { return e.Name == name })
 	if j < 0 || sub.Entries[j].Kind != cas.KindFile {
-		return nil, "no file " + dir + "/" + name, nil
+		return nil, "no file " + path, nil
 	}
 	if sub.Entries[j].Size > maxGatesFile {
-		return nil, fmt.Sprintf("%s/%s is %d bytes, more than %d", dir, name, sub.Entries[j].Size, maxGatesFile), nil
+		return nil, fmt.Sprintf("%s is %d bytes, more than %d", path, sub.Entries[j].Size, maxGatesFile), nil
 	}
 	var buf limitedBuffer
 	buf.limit = maxGatesFile
 	if _, err := cas.ReadFile(vr.ctx, vr.st, sub.Entries[j].Link.Cid, &buf, nil); err != nil {
 		if errors.Is(err, errTooBig) {
-			return nil, fmt.Sprintf("%s/%s holds more than %d bytes", dir, name, maxGatesFile), nil
+			return nil, fmt.Sprintf("%s holds more than %d bytes", path, maxGatesFile), nil
 		}
 		return dataErr(err)
 	}
@@ -1268,4 +1342,59 @@ func orDash(s string) string {
 		return "(nothing)"
 	}
 	return s
+}
+
+// CheckUpstream is the check [VerifyReceiptChain] adds to a receipt whose
+// input records upstream receipts.
+const CheckUpstream = "upstream receipts"
+
+// VerifyReceiptChain verifies receipt and, recursively, every upstream
+// receipt its input packet records (the accepted receipts of a Work
+// Order's nodes its input was built from), each once. It returns their
+// verifications upstream first, receipt last. A receipt with upstream
+// receipts gets one more check, "upstream receipts": each of them must
+// verify and be a PASS. A cycle of upstream links (impossible with honest
+// hashes) fails that check instead of looping.
+func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) ([]*Verification, error) {
+	var out []*Verification
+	done := map[cid.Cid]*Verification{}
+	visiting := map[cid.Cid]bool{}
+	var visit func(c cid.Cid) (*Verification, error)
+	visit = func(c cid.Cid) (*Verification, error) {
+		if v, ok := done[c]; ok {
+			return v, nil
+		}
+		if visiting[c] {
+			return nil, nil
+		}
+		visiting[c] = true
+		v, err := VerifyReceipt(ctx, st, c, trusted)
+		if err != nil {
+			return nil, err
+		}
+		if v.Input != nil && len(v.Input.Upstream) > 0 {
+			var probs problems
+			for _, u := range v.Input.Upstream {
+				uv, err := visit(u.Cid)
+				switch {
+				case err != nil:
+					return nil, err
+				case uv == nil:
+					probs.add("upstream %s links back to a receipt that needs it", u.Cid)
+				case !uv.OK():
+					probs.add("upstream %s does not verify: %s: %s", u.Cid, uv.FirstFailure().Name, uv.FirstFailure().Detail)
+				case uv.Status != StatusPass:
+					probs.add("upstream %s is a %s, not a PASS", u.Cid, uv.Status)
+				}
+			}
+			v.Checks = append(v.Checks, probs.check(CheckUpstream, fmt.Sprintf("%d upstream receipts, each verified and PASS", len(v.Input.Upstream))))
+		}
+		done[c] = v
+		out = append(out, v)
+		return v, nil
+	}
+	if _, err := visit(receipt); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
