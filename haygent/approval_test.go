@@ -128,4 +128,3 @@ func approvalEvidence(t *testing.T, st *memstore.Store, r *haygent.Receipt) hayg
 	t.Fatal("no approval evidence")
 	return haygent.Evidence{}
 }
-
