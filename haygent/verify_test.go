@@ -771,3 +771,53 @@ func TestVerifyContext(t *testing.T) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }
+
+func TestVerifyReceiptChain(t *testing.T) {
+	dir := filepath.Join(fixtures, "haygents", "roundtrip")
+	files := map[string]string{"data.bin": "x"}
+	accept := func(context.Context, cid.Cid) error { return nil }
+	chain := func(t *testing.T, st cas.Store, c cid.Cid) []*haygent.Verification {
+		t.Helper()
+		vs, err := haygent.VerifyReceiptChain(context.Background(), st, c, trusted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs
+	}
+	t.Run("two levels, shared upstream", func(t *testing.T) {
+		st := memstore.New()
+		a := roundtripRun(t, st).ReceiptCID
+		b := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{a}, checkUpstream: accept}).ReceiptCID
+		c := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "y"}, upstream: []cid.Cid{a, b}, checkUpstream: accept}).ReceiptCID
+		vs := chain(t, st, c)
+		if len(vs) != 3 || vs[0].Receipt != a || vs[1].Receipt != b || vs[2].Receipt != c {
+			t.Fatalf("verified %d receipts, want a, b, c once each, upstream first", len(vs))
+		}
+		for _, v := range vs {
+			wantOK(t, v)
+		}
+		wantPassed(t, vs[2], haygent.CheckUpstream)
+		if findCheck(vs[0], haygent.CheckUpstream) != nil {
+			t.Error("a receipt without upstream receipts has an upstream check")
+		}
+	})
+	t.Run("upstream HALT", func(t *testing.T) {
+		st := memstore.New()
+		reader := filepath.Join(fixtures, "haygents", "reader")
+		halt := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
+		if halt.Receipt.Status != haygent.StatusHalt {
+			t.Fatalf("fixture: %s", halt.Receipt.Status)
+		}
+		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{halt.ReceiptCID}, checkUpstream: accept}).ReceiptCID
+		vs := chain(t, st, down)
+		wantOK(t, vs[0]) // the HALT itself is honest
+		wantFailed(t, vs[1], haygent.CheckUpstream, halt.ReceiptCID.String(), "is a HALT, not a PASS")
+	})
+	t.Run("upstream missing", func(t *testing.T) {
+		st := memstore.New()
+		gone := roundtripRun(t, memstore.New()).ReceiptCID // in another store
+		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{gone}, checkUpstream: accept}).ReceiptCID
+		vs := chain(t, st, down)
+		wantFailed(t, vs[len(vs)-1], haygent.CheckUpstream, gone.String(), "does not verify")
+	})
+}
