@@ -165,27 +165,40 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 	if err != nil {
 		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
 	}
+	rec, err := loadRecordAt(ctx, st, c)
+	if err != nil {
+		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
+	}
+	return rec, c, nil
+}
+
+// LoadRecordAt reads the run record whose root is c, as a bundle holds it.
+func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error) {
+	return loadRecordAt(ctx, st, c)
+}
+
+func loadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error) {
 	var root storedRecord
 	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &root) }); err != nil {
-		return nil, cid.Undef, fmt.Errorf("run %s: record %s: %w", run, c, err)
+		return nil, fmt.Errorf("record %s: %w", c, err)
 	}
 	if root.Type != TypeRun {
-		return nil, cid.Undef, fmt.Errorf("run %s: %s is not a run record: %w", run, c, cas.ErrInvalid)
+		return nil, fmt.Errorf("%s is not a run record: %w", c, cas.ErrInvalid)
 	}
 	rec := &Record{Type: root.Type, Run: root.Run, WorkOrder: root.WorkOrder, Name: root.Name, Objective: root.Objective,
 		Status: root.Status, Reason: root.Reason, Started: root.Started, Updated: root.Updated}
 	for _, p := range root.Pages {
 		var page runPage
 		if err := st.View(ctx, p.Cid, func(d []byte) error { return cas.Unmarshal(d, &page) }); err != nil {
-			return nil, cid.Undef, fmt.Errorf("run %s: record page %s: %w", run, p, err)
+			return nil, fmt.Errorf("record page %s: %w", p, err)
 		}
 		if page.Type != TypeRunPage {
-			return nil, cid.Undef, fmt.Errorf("run %s: %s is not a record page: %w", run, p, cas.ErrInvalid)
+			return nil, fmt.Errorf("%s is not a record page: %w", p, cas.ErrInvalid)
 		}
 		rec.Nodes = append(rec.Nodes, page.Nodes...)
 	}
 	if int64(len(rec.Nodes)) != root.Nodes || !sort.SliceIsSorted(rec.Nodes, func(i, j int) bool { return rec.Nodes[i].Name < rec.Nodes[j].Name }) {
-		return nil, cid.Undef, fmt.Errorf("run %s: record %s: pages hold %d nodes out of order or where %d were recorded: %w", run, c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
+		return nil, fmt.Errorf("record %s: pages hold %d nodes out of order or where %d were recorded: %w", c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
 	}
-	return rec, c, nil
+	return rec, nil
 }

@@ -1,0 +1,367 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
+)
+
+// Names of the checks [VerifyRun] adds to those of [haygent.VerifyReceipt].
+const (
+	CheckRecord     = "run record"
+	CheckWorkOrder  = "work order"
+	CheckOutcome    = "outcome"
+	CheckAcceptance = "acceptance"
+	CheckPlace      = "place in the run"
+)
+
+// RunVerification is the verification of a stored run: checks of the run
+// as a whole, then one [NodeVerification] per node, in name order.
+type RunVerification struct {
+	Run    string
+	Record cid.Cid
+	Status string // the record's
+	Checks []haygent.Check
+	Nodes  []NodeVerification
+}
+
+// NodeVerification is the verification of one node of a run: its state,
+// and for a node with a receipt, the receipt's checks followed by the
+// acceptance and the node's place in the run.
+type NodeVerification struct {
+	Node         string
+	State        string
+	Receipt      cid.Cid // undefined for a node that never returned one
+	Checks       []haygent.Check
+	Transitions  int
+	Blocks       int
+	Verification *haygent.Verification
+}
+
+// OK reports whether every check of the run and of every node passed.
+func (v *RunVerification) OK() bool {
+	node, c := v.FirstFailure()
+	return node == "" && c == nil && len(v.Checks) > 0
+}
+
+// FirstFailure returns the first failed check, run checks first, and the
+// node it belongs to ("" for the run).
+func (v *RunVerification) FirstFailure() (node string, c *haygent.Check) {
+	for i := range v.Checks {
+		if !v.Checks[i].OK {
+			return "", &v.Checks[i]
+		}
+	}
+	for _, n := range v.Nodes {
+		for i := range n.Checks {
+			if !n.Checks[i].OK {
+				return n.Node, &n.Checks[i]
+			}
+		}
+	}
+	return "", nil
+}
+
+// Transitions is the number of transitions read from every node's chain.
+func (v *RunVerification) Transitions() int {
+	t := 0
+	for _, n := range v.Nodes {
+		t += n.Transitions
+	}
+	return t
+}
+
+// VerifyRun verifies the run record at c from st alone, independently of
+// the scheduler that wrote it: any machine holding the blocks (a bundle)
+// can. Besides every receipt's own checks ([haygent.VerifyReceipt], with
+// "upstream receipts" for receipts made from upstream ones), it checks:
+//
+//   - "run record": the hg/run@1 root and its pages decode strictly, hold
+//     the nodes in name order and as many as the root says.
+//   - "work order": the stored hg/workorder@1 decodes and names exactly the
+//     record's nodes.
+//   - "outcome": the record's status agrees with its nodes: done only when
+//     every required node and everything it needs is done.
+//   - per node with a receipt, "acceptance": the hg/acceptance@1 links that
+//     receipt with the verdict "accepted" and its status, and a done node
+//     has one; a done node's receipt is a PASS.
+//   - per node, "place in the run": a done node's receipt ran the node's
+//     package on the node's input as the Work Order builds it from the
+//     upstream receipts' outputs, with those upstream receipts recorded; a
+//     receipt the run made itself (not a memo hit) names this run and node.
+//
+// Nodes are verified on every core; each receipt is verified once however
+// many receipts name it. err is only for the store or ctx.
+func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.PublicKey) (*RunVerification, error) {
+	v := &RunVerification{Record: c}
+	rec, err := loadRecordAt(ctx, st, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, Detail: err.Error()})
+		return v, nil
+	}
+	v.Run, v.Status = rec.Run, rec.Status
+	v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, OK: true,
+		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
+
+	var obj dag.Object
+	var wo *dag.WorkOrder
+	err = st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) })
+	if err == nil {
+		wo, err = dag.FromObject(obj)
+	}
+	if err == nil {
+		err = sameNodes(rec, wo)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, Detail: fmt.Sprintf("%s: %v", rec.WorkOrder.Cid, err)})
+		return v, nil
+	}
+	v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
+	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
+
+	cv := haygent.NewChainVerifier(st, trusted)
+	v.Nodes = make([]NodeVerification, len(rec.Nodes))
+	jobs := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := verifyNode(ctx, st, cv, rec, wo, &obj, i, &v.Nodes[i]); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := range rec.Nodes {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// sameNodes checks that the record and the Work Order name the same nodes.
+func sameNodes(rec *Record, wo *dag.WorkOrder) error {
+	if len(rec.Nodes) != len(wo.Nodes) {
+		return fmt.Errorf("the record has %d nodes, the work order %d", len(rec.Nodes), len(wo.Nodes))
+	}
+	for _, n := range rec.Nodes {
+		if wo.Nodes[n.Name] == nil {
+			return fmt.Errorf("the record's node %q is not in the work order", n.Name)
+		}
+	}
+	return nil
+}
+
+// outcomeCheck recomputes the run's outcome from its nodes' states.
+func outcomeCheck(rec *Record, wo *dag.WorkOrder) haygent.Check {
+	mandatory := map[string]bool{}
+	stack := wo.Required()
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !mandatory[n] {
+			mandatory[n] = true
+			stack = append(stack, wo.Upstream(n)...)
+		}
+	}
+	var stuck []string
+	for _, n := range rec.Nodes {
+		if mandatory[n.Name] && n.State != dag.Done {
+			stuck = append(stuck, n.Name+" ("+n.State+")")
+		}
+	}
+	switch {
+	case rec.Status == StatusDone && len(stuck) > 0:
+		return haygent.Check{Name: CheckOutcome, Detail: "the record says done, but not done: " + summarize(stuck)}
+	case rec.Status == StatusDone:
+		return haygent.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("done: the %d required nodes and all they need are done", len(wo.Required()))}
+	case len(stuck) == 0 && rec.Status != StatusRunning:
+		return haygent.Check{Name: CheckOutcome, Detail: fmt.Sprintf("the record says %s, but every required node is done", rec.Status)}
+	}
+	return haygent.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("%s: not done: %s", rec.Status, summarize(stuck))}
+}
+
+func summarize(list []string) string {
+	if len(list) > 6 {
+		return strings.Join(list[:6], ", ") + fmt.Sprintf(" and %d more", len(list)-6)
+	}
+	return strings.Join(list, ", ")
+}
+
+// verifyNode fills out the verification of node i of the record.
+func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, obj *dag.Object, i int, out *NodeVerification) error {
+	n := rec.Nodes[i]
+	out.Node, out.State = n.Name, n.State
+	if n.Receipt == nil {
+		if n.State == dag.Done {
+			out.Checks = append(out.Checks, haygent.Check{Name: CheckAcceptance, Detail: "the node is done but records no receipt"})
+		}
+		return nil
+	}
+	out.Receipt = n.Receipt.Cid
+	rv, err := cv.Verify(ctx, n.Receipt.Cid)
+	if err != nil {
+		return err
+	}
+	out.Verification = rv
+	out.Checks = append(out.Checks, rv.Checks...)
+	out.Transitions, out.Blocks = rv.Transitions, rv.Blocks
+	place, err := placeCheck(ctx, cv, rec, wo, obj, n, rv)
+	if err != nil {
+		return err
+	}
+	out.Checks = append(out.Checks, acceptanceCheck(ctx, st, n, rv), place)
+	return ctx.Err()
+}
+
+// acceptanceCheck checks the node's acceptance against its receipt.
+func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygent.Verification) haygent.Check {
+	c := haygent.Check{Name: CheckAcceptance}
+	if n.Acceptance == nil {
+		if n.State == dag.Done {
+			c.Detail = "the node is done but records no acceptance"
+			return c
+		}
+		c.OK, c.Detail = true, "none: the node is "+n.State
+		return c
+	}
+	var acc Acceptance
+	if err := st.View(ctx, n.Acceptance.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
+		c.Detail = fmt.Sprintf("%s: %v", n.Acceptance.Cid, err)
+		return c
+	}
+	switch {
+	case acc.Type != TypeAcceptance:
+		c.Detail = fmt.Sprintf("%s is a %q, not an acceptance", n.Acceptance.Cid, acc.Type)
+	case acc.Receipt.Cid != n.Receipt.Cid:
+		c.Detail = fmt.Sprintf("%s accepts receipt %s, not the node's %s", n.Acceptance.Cid, acc.Receipt.Cid, n.Receipt.Cid)
+	case n.State == dag.Done && acc.Verdict != "accepted":
+		c.Detail = fmt.Sprintf("the node is done but its acceptance says %q", acc.Verdict)
+	case acc.Status != rv.Status:
+		c.Detail = fmt.Sprintf("the acceptance records status %s, the receipt says %s", acc.Status, rv.Status)
+	case n.State == dag.Done && rv.Status != haygent.StatusPass:
+		c.Detail = "the node is done but its receipt is a " + rv.Status
+	default:
+		c.OK, c.Detail = true, fmt.Sprintf("%s %s by %s", acc.Verdict, n.Acceptance.Cid, acc.Verifier)
+	}
+	return c
+}
+
+// placeCheck checks that a done node's receipt is the node's work in this
+// run: its package, its input as the Work Order builds it from the
+// upstream receipts' outputs, those upstream receipts, and, unless it is a
+// memo hit, this run and node.
+func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, obj *dag.Object, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
+	c := haygent.Check{Name: CheckPlace}
+	if n.State != dag.Done {
+		c.OK, c.Detail = true, "not checked: the node is "+n.State
+		return c, nil
+	}
+	r, in := rv.Object, rv.Input
+	if r == nil || in == nil {
+		c.Detail = "the receipt or its input packet cannot be read"
+		return c, nil
+	}
+	on := obj.Nodes[slices.IndexFunc(obj.Nodes, func(o dag.ObjectNode) bool { return o.Name == n.Name })]
+	if r.Package.Cid != on.Haygent.Cid {
+		c.Detail = fmt.Sprintf("the receipt ran package %s, the work order names %s", r.Package.Cid, on.Haygent.Cid)
+		return c, nil
+	}
+	if !n.Memo && r.Run != rec.Run+"/"+n.Name {
+		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", r.Run, rec.Run+"/"+n.Name)
+		return c, nil
+	}
+	// The upstream receipts the input was built from, and the outputs
+	// they hand on.
+	needs := wo.Upstream(n.Name)
+	outputs := map[string]any{}
+	var want []cid.Cid
+	for _, up := range needs {
+		u := rec.node(up)
+		if u == nil || u.State != dag.Done || u.Receipt == nil {
+			c.Detail = fmt.Sprintf("it needs %s, which is not done", up)
+			return c, nil
+		}
+		want = append(want, u.Receipt.Cid)
+	}
+	var got []cid.Cid
+	for _, l := range in.Upstream {
+		got = append(got, l.Cid)
+	}
+	if !n.Memo && !sameCIDs(got, want) {
+		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the nodes it needs returned %v", got, want)
+		return c, nil
+	}
+	// With a memo hit the upstream receipts may be an earlier run's: the
+	// input must still be what this run's upstream outputs make.
+	for _, up := range needs {
+		uv, err := cv.Verify(ctx, rec.node(up).Receipt.Cid)
+		if err != nil {
+			return c, err
+		}
+		if uv == nil || uv.Output == nil {
+			c.Detail = fmt.Sprintf("the output of %s cannot be read", up)
+			return c, nil
+		}
+		outputs[up] = uv.Output.Payload
+	}
+	input, err := wo.Nodes[n.Name].Resolve(func(from, pointer string) (any, error) {
+		return dag.Lookup(outputs[from], pointer)
+	})
+	if err != nil {
+		c.Detail = fmt.Sprintf("its input cannot be built from the upstream outputs: %v", err)
+		return c, nil
+	}
+	wantIn, err1 := cas.EncodeNode(cas.FromJSON(input))
+	gotIn, err2 := cas.EncodeNode(in.Payload)
+	if err1 != nil || err2 != nil || string(wantIn) != string(gotIn) {
+		c.Detail = "the receipt's input is not the one the work order builds from the upstream outputs"
+		return c, nil
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("package and input of node %s, built from %d upstream receipts", n.Name, len(needs))
+	return c, nil
+}
+
+func sameCIDs(a, b []cid.Cid) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	cmp := func(x, y cid.Cid) int { return strings.Compare(x.KeyString(), y.KeyString()) }
+	slices.SortFunc(a, cmp)
+	slices.SortFunc(b, cmp)
+	return slices.Equal(a, b)
+}

@@ -1,0 +1,132 @@
+package scheduler_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"strings"
+	"testing"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+)
+
+var runTrusted = []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+
+func verifyRun(t *testing.T, st cas.Store, c cid.Cid, trusted []ed25519.PublicKey) *scheduler.RunVerification {
+	t.Helper()
+	v, err := scheduler.VerifyRun(context.Background(), st, c, trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range v.Checks {
+		t.Logf("run  %-5v %-18s %s", ch.OK, ch.Name, ch.Detail)
+	}
+	for _, n := range v.Nodes {
+		for _, ch := range n.Checks {
+			if !ch.OK {
+				t.Logf("%s FAIL %-18s %s", n.Node, ch.Name, ch.Detail)
+			}
+		}
+	}
+	return v
+}
+
+func recordCID(t *testing.T, st cas.Store, run string) cid.Cid {
+	t.Helper()
+	c, err := st.GetRef(context.Background(), scheduler.RefNamespace, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestVerifyRun(t *testing.T) {
+	t.Run("pipeline, with a memo hit inside the run", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		v := verifyRun(t, st, recordCID(t, st, rec.Run), runTrusted)
+		if !v.OK() || len(v.Nodes) != 6 || v.Transitions() == 0 {
+			node, c := v.FirstFailure()
+			t.Fatalf("pipeline run does not verify: %s %+v (%d nodes)", node, c, len(v.Nodes))
+		}
+	})
+	t.Run("second run, all memo hits", func(t *testing.T) {
+		st := memstore.New()
+		run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		if v := verifyRun(t, st, recordCID(t, st, rec.Run), runTrusted); !v.OK() {
+			t.Fatal("a run of memo hits does not verify")
+		}
+	})
+	t.Run("halting branch", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})
+		v := verifyRun(t, st, recordCID(t, st, rec.Run), runTrusted)
+		if !v.OK() || v.Status != scheduler.StatusHalted {
+			t.Fatalf("honest halted run: ok %v status %s", v.OK(), v.Status)
+		}
+	})
+	t.Run("untrusted runner", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		v := verifyRun(t, st, recordCID(t, st, rec.Run), nil)
+		if node, c := v.FirstFailure(); node == "" || c == nil || c.Name != haygent.CheckTrust {
+			t.Fatalf("first failure %s %+v, want a node's trusted signer", node, c)
+		}
+	})
+	t.Run("receipt from another run spliced in", func(t *testing.T) {
+		st := memstore.New()
+		_, other := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, NoCache: true})
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, NoCache: true})
+		// Point this run's "right" node at the other run's receipt and
+		// acceptance, and store the record as if the scheduler had.
+		for i, n := range rec.Nodes {
+			if n.Name == "right" {
+				for _, o := range other.Nodes {
+					if o.Name == "right" {
+						rec.Nodes[i].Receipt, rec.Nodes[i].Acceptance = o.Receipt, o.Acceptance
+					}
+				}
+			}
+		}
+		c := storeRecord(t, st, rec)
+		v := verifyRun(t, st, c, runTrusted)
+		node, first := v.FirstFailure()
+		if node != "right" || first == nil || first.Name != scheduler.CheckPlace || !strings.Contains(first.Detail, "is of run") {
+			t.Fatalf("first failure %s %+v, want right's place in the run", node, first)
+		}
+	})
+	t.Run("done claimed for a halted run", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})
+		rec.Status = scheduler.StatusDone
+		v := verifyRun(t, st, storeRecord(t, st, rec), runTrusted)
+		if node, first := v.FirstFailure(); node != "" || first == nil || first.Name != scheduler.CheckOutcome {
+			t.Fatalf("first failure %s %+v, want the outcome", node, first)
+		}
+	})
+	t.Run("not a run record", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		v := verifyRun(t, st, rec.Nodes[0].Receipt.Cid, runTrusted)
+		if node, first := v.FirstFailure(); node != "" || first == nil || first.Name != scheduler.CheckRecord {
+			t.Fatalf("first failure %s %+v, want the run record", node, first)
+		}
+	})
+}
+
+// storeRecord stores rec as the scheduler would and returns its root.
+func storeRecord(t *testing.T, st cas.Store, rec *scheduler.Record) cid.Cid {
+	t.Helper()
+	blocks, root, err := scheduler.EncodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(context.Background(), blocks...); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
