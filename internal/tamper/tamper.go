@@ -1,0 +1,213 @@
+// Package tamper damages stored receipt chains the ways an attacker or a
+// faulty runner would, for the tests that prove the verifier notices:
+// transitions swapped or spliced in from another run, a status forged and
+// re-signed, evidence removed, a gate predicate changed after the run, an
+// approval used after it expired. Each function writes new objects next to
+// the old ones and returns the CID of the receipt to verify.
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
+)
+
+// Kinds lists the tampering [Apply] knows.
+var Kinds = []string{"swap", "splice", "forge-pass", "drop-evidence", "change-gate", "approval-late"}
+
+// Apply tampers with receipt in st as kind says and returns the receipt to
+// verify. key re-signs where the kind calls for a signature; donor is the
+// other run's receipt "splice" takes a transition from.
+func Apply(ctx context.Context, st cas.Store, kind string, receipt, donor cid.Cid, key ed25519.PrivateKey) (cid.Cid, error) {
+	t := &tamperer{ctx: ctx, st: st, key: key}
+	r, err := t.receipt(receipt)
+	if err != nil {
+		return cid.Undef, err
+	}
+	chain, err := t.chain(r)
+	if err != nil {
+		return cid.Undef, err
+	}
+	switch kind {
+	case "swap":
+		// The first two transitions trade places; each keeps its seq.
+		if len(chain) < 2 {
+			return cid.Undef, fmt.Errorf("swap: the chain has %d transitions", len(chain))
+		}
+		chain[0], chain[1] = chain[1], chain[0]
+		return t.relink(r, chain)
+	case "splice":
+		if !donor.Defined() {
+			return cid.Undef, fmt.Errorf("splice: no donor receipt")
+		}
+		d, err := t.receipt(donor)
+		if err != nil {
+			return cid.Undef, err
+		}
+		dchain, err := t.chain(d)
+		if err != nil {
+			return cid.Undef, err
+		}
+		if len(dchain) < 2 || len(chain) < 2 {
+			return cid.Undef, fmt.Errorf("splice: chains too short")
+		}
+		chain[1] = dchain[1]
+		return t.relink(r, chain)
+	case "forge-pass":
+		r.Status, r.Halt = haygent.StatusPass, nil
+		out, err := t.put(&haygent.Packet{Type: haygent.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})
+		if err != nil {
+			return cid.Undef, err
+		}
+		r.Output = &out
+		return t.sign(r)
+	case "drop-evidence":
+		if len(r.Evidence) == 0 {
+			return cid.Undef, fmt.Errorf("drop-evidence: the receipt records no evidence")
+		}
+		return receipt, st.Delete(ctx, r.Evidence[0].Cid)
+	case "change-gate":
+		return t.changeGate(r, chain)
+	case "approval-late":
+		return t.approvalLate(r, chain)
+	}
+	return cid.Undef, fmt.Errorf("unknown tampering %q (known: %v)", kind, Kinds)
+}
+
+type tamperer struct {
+	ctx context.Context
+	st  cas.Store
+	key ed25519.PrivateKey
+}
+
+func (t *tamperer) receipt(c cid.Cid) (*haygent.Receipt, error) {
+	return haygent.LoadReceipt(t.ctx, t.st, c)
+}
+
+func (t *tamperer) load(c cid.Cid, v any) error {
+	return t.st.View(t.ctx, c, func(d []byte) error { return cas.Unmarshal(d, v) })
+}
+
+func (t *tamperer) put(v any) (cas.Link, error) {
+	data, err := cas.Marshal(v)
+	if err != nil {
+		return cas.Link{}, err
+	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	return cas.Link{Cid: b.CID()}, t.st.Put(t.ctx, b)
+}
+
+// chain returns the receipt's transitions, oldest first.
+func (t *tamperer) chain(r *haygent.Receipt) ([]haygent.Transition, error) {
+	var ts []haygent.Transition
+	for next := &r.Head; next != nil; {
+		var tr haygent.Transition
+		if err := t.load(next.Cid, &tr); err != nil {
+			return nil, err
+		}
+		ts = append([]haygent.Transition{tr}, ts...)
+		next = tr.Prior
+	}
+	return ts, nil
+}
+
+// relink stores ts as a chain, points r at its head and re-signs it.
+func (t *tamperer) relink(r *haygent.Receipt, ts []haygent.Transition) (cid.Cid, error) {
+	var prior *cas.Link
+	for _, tr := range ts {
+		tr.Prior = prior
+		l, err := t.put(&tr)
+		if err != nil {
+			return cid.Undef, err
+		}
+		prior = &l
+	}
+	r.Head, r.Transitions = *prior, int64(len(ts))
+	return t.sign(r)
+}
+
+func (t *tamperer) sign(r *haygent.Receipt) (cid.Cid, error) {
+	r.Signature = nil
+	if err := r.Sign(t.key); err != nil {
+		return cid.Undef, err
+	}
+	l, err := t.put(r)
+	return l.Cid, err
+}
+
+// changeGate stores the receipt's package with every gate predicate made
+// stricter and points the receipt and its chain at it, as if the package
+// had been edited after the run and the receipt re-signed.
+func (t *tamperer) changeGate(r *haygent.Receipt, chain []haygent.Transition) (cid.Cid, error) {
+	dir, err := os.MkdirTemp("", "hg-tamper-*")
+	if err != nil {
+		return cid.Undef, err
+	}
+	defer os.RemoveAll(dir)
+	pkgDir := filepath.Join(dir, "pkg")
+	if err := cas.GetTree(t.ctx, t.st, r.Package.Cid, pkgDir, nil); err != nil {
+		return cid.Undef, err
+	}
+	gates := filepath.Join(pkgDir, "gates", "gates.json")
+	data, err := os.ReadFile(gates)
+	if err != nil {
+		return cid.Undef, err
+	}
+	changed := bytes.ReplaceAll(data, []byte(`"predicate": "`), []byte(`"predicate": "has(ev.tampered) && `))
+	if bytes.Equal(changed, data) {
+		return cid.Undef, fmt.Errorf("change-gate: no predicate found in gates.json")
+	}
+	if err := os.WriteFile(gates, changed, 0o644); err != nil {
+		return cid.Undef, err
+	}
+	pkg, err := cas.PutTree(t.ctx, t.st, pkgDir, nil)
+	if err != nil {
+		return cid.Undef, err
+	}
+	r.Package = cas.Link{Cid: pkg}
+	for i := range chain {
+		chain[i].Package = r.Package
+	}
+	return t.relink(r, chain)
+}
+
+// approvalLate moves the time of use of the first approval past its
+// expiry while it stays recorded as valid.
+func (t *tamperer) approvalLate(r *haygent.Receipt, chain []haygent.Transition) (cid.Cid, error) {
+	for i, tr := range chain {
+		for j, l := range tr.Evidence {
+			var ev haygent.Evidence
+			if err := t.load(l.Cid, &ev); err != nil {
+				return cid.Undef, err
+			}
+			if ev.Kind != "approval" {
+				continue
+			}
+			exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev.Data["expires_at"]))
+			if err != nil {
+				return cid.Undef, fmt.Errorf("approval-late: %v", err)
+			}
+			ev.ObservedAt = exp.Add(time.Minute).UTC().Format(time.RFC3339Nano)
+			nl, err := t.put(&ev)
+			if err != nil {
+				return cid.Undef, err
+			}
+			for k, rl := range r.Evidence {
+				if rl.Cid == l.Cid {
+					r.Evidence[k] = nl
+				}
+			}
+			chain[i].Evidence[j] = nl
+			return t.relink(r, chain)
+		}
+	}
+	return cid.Undef, fmt.Errorf("approval-late: the chain records no approval")
+}
