@@ -1355,7 +1355,7 @@ const CheckUpstream = "upstream receipts"
 // receipts gets one more check, "upstream receipts": each of them must
 // verify and be a PASS.
 func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) ([]*Verification, error) {
-	cv := NewChainVerifier(st, trusted)
+	cv := NewChainVerifier(st, trusted, nil)
 	if _, err := cv.Verify(ctx, receipt); err != nil {
 		return nil, err
 	}
@@ -1368,6 +1368,7 @@ func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trus
 type ChainVerifier struct {
 	st      cas.Store
 	trusted []ed25519.PublicKey
+	known   map[cid.Cid]bool
 
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
@@ -1381,9 +1382,11 @@ type chainEntry struct {
 }
 
 // NewChainVerifier returns a verifier of receipts in st signed by one of
-// trusted.
-func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey) *ChainVerifier {
-	return &ChainVerifier{st: st, trusted: trusted, memo: map[cid.Cid]*chainEntry{}}
+// trusted. known, which may be nil and must not change afterwards, holds
+// closures the caller has verified (as [VerifyReceiptKnown] takes them):
+// a run's package trees, walked once instead of once per receipt.
+func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey, known map[cid.Cid]bool) *ChainVerifier {
+	return &ChainVerifier{st: st, trusted: trusted, known: known, memo: map[cid.Cid]*chainEntry{}}
 }
 
 // Verify verifies receipt and its upstream receipts, recursively, or
@@ -1424,7 +1427,7 @@ func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) 
 }
 
 func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
-	v, err := VerifyReceipt(ctx, cv.st, c, cv.trusted)
+	v, err := VerifyReceiptKnown(ctx, cv.st, c, cv.trusted, cv.known)
 	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
 		return v, err
 	}

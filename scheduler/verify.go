@@ -134,7 +134,21 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
 	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
 
-	cv := haygent.NewChainVerifier(st, trusted)
+	// Each package tree is walked once, not once per receipt; one that
+	// is damaged is left to every receipt's own walk, which names it.
+	known := map[cid.Cid]bool{}
+	for _, on := range obj.Nodes {
+		pkg := on.Haygent.Cid
+		if _, seen := known[pkg]; seen {
+			continue
+		}
+		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		known[pkg] = err == nil
+	}
+	cv := haygent.NewChainVerifier(st, trusted, known)
 	v.Nodes = make([]NodeVerification, len(rec.Nodes))
 	jobs := make(chan int)
 	errs := make(chan error, 1)
