@@ -137,8 +137,10 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	// Each package tree is walked once, not once per receipt; one that
 	// is damaged is left to every receipt's own walk, which names it.
 	known := map[cid.Cid]bool{}
+	packages := make(map[string]cid.Cid, len(obj.Nodes))
 	for _, on := range obj.Nodes {
 		pkg := on.Haygent.Cid
+		packages[on.Name] = pkg
 		if _, seen := known[pkg]; seen {
 			continue
 		}
@@ -158,7 +160,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				if err := verifyNode(ctx, st, cv, rec, wo, &obj, i, &v.Nodes[i]); err != nil {
+				if err := verifyNode(ctx, st, cv, rec, wo, packages, i, &v.Nodes[i]); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -236,7 +238,7 @@ func summarize(list []string) string {
 }
 
 // verifyNode fills out the verification of node i of the record.
-func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, obj *dag.Object, i int, out *NodeVerification) error {
+func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, i int, out *NodeVerification) error {
 	n := rec.Nodes[i]
 	out.Node, out.State = n.Name, n.State
 	if n.Receipt == nil {
@@ -253,7 +255,7 @@ func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, re
 	out.Verification = rv
 	out.Checks = append(out.Checks, rv.Checks...)
 	out.Transitions, out.Blocks = rv.Transitions, rv.Blocks
-	place, err := placeCheck(ctx, cv, rec, wo, obj, n, rv)
+	place, err := placeCheck(ctx, cv, rec, wo, packages, n, rv)
 	if err != nil {
 		return err
 	}
@@ -298,7 +300,7 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygen
 // run: its package, its input as the Work Order builds it from the
 // upstream receipts' outputs, those upstream receipts, and, unless it is a
 // memo hit, this run and node.
-func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, obj *dag.Object, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
+func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
 	c := haygent.Check{Name: CheckPlace}
 	if n.State != dag.Done {
 		c.OK, c.Detail = true, "not checked: the node is "+n.State
@@ -309,9 +311,9 @@ func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo 
 		c.Detail = "the receipt or its input packet cannot be read"
 		return c, nil
 	}
-	on := obj.Nodes[slices.IndexFunc(obj.Nodes, func(o dag.ObjectNode) bool { return o.Name == n.Name })]
-	if r.Package.Cid != on.Haygent.Cid {
-		c.Detail = fmt.Sprintf("the receipt ran package %s, the work order names %s", r.Package.Cid, on.Haygent.Cid)
+	pkg := packages[n.Name]
+	if r.Package.Cid != pkg {
+		c.Detail = fmt.Sprintf("the receipt ran package %s, the work order names %s", r.Package.Cid, pkg)
 		return c, nil
 	}
 	if !n.Memo && r.Run != rec.Run+"/"+n.Name {
