@@ -35,6 +35,11 @@ var (
 
 	// ErrTooLarge is returned for a block over [MaxBlockSize].
 	ErrTooLarge = errors.New("block too large")
+
+	// ErrBadCAR is returned for a CAR file whose framing is broken:
+	// truncated, oversize, or not a CAR header or section at all.
+	// [*CARError] wraps it with the offset.
+	ErrBadCAR = errors.New("malformed CAR file")
 )
 
 // CorruptError reports a block whose bytes do not hash to its CID.

@@ -258,7 +258,39 @@ func newKeyCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	return groupCmd("key", "the runner's signing key", gen, show)
+	trust := &cobra.Command{
+		Use:   "trust PUBKEY|FILE",
+		Short: "trust receipts signed by another runner's key (hg verify)",
+		Long: `Add PUBKEY (ed25519:..., as 'hg key show' prints it on the other machine),
+or every key listed in FILE (one per line), to the store's trust file,
+keys/trusted: hg verify then accepts receipts they signed, as it does
+those of the store's own key.`,
+		Args: exactArgs(1, "one PUBKEY or FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			keys := []ed25519.PublicKey{}
+			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
+				keys = append(keys, k)
+			} else if _, serr := os.Stat(args[0]); serr != nil {
+				return usageError{err}
+			} else if keys, err = readTrustFile(args[0]); err != nil {
+				return err
+			} else if len(keys) == 0 {
+				return fmt.Errorf("%s lists no keys", args[0])
+			}
+			for _, k := range keys {
+				if err := addTrusted(dir, k); err != nil {
+					return err
+				}
+				g.ui.printf("trusted %s\n", haygent.FormatPublicKey(k))
+			}
+			return nil
+		},
+	}
+	return groupCmd("key", "the runner's signing key, and the keys this store trusts", gen, show, trust)
 }
 
 func newReportCmd(g *globals) *cobra.Command {

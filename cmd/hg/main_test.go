@@ -49,6 +49,10 @@ func TestScripts(t *testing.T) {
 			"unhex":     cmdUnhex,
 			"dagcbor":   cmdDagCBOR,
 			"grepstore": cmdGrepStore,
+			"carvector": cmdCARVector,
+			"flipbyte":  cmdFlipByte,
+			"tamper":    cmdTamper,
+			"forge":     cmdForgeLedger,
 		},
 	})
 }
@@ -217,6 +221,42 @@ func cmdGrepStore(ts *testscript.TestScript, neg bool, args []string) {
 	if n == 0 {
 		ts.Fatalf("no store files under %s", storeDir(ts))
 	}
+}
+
+// carVectors holds the CAR files made by other tools (with their
+// license), kept beside the cas tests that read them.
+const carVectors = "../../cas/testdata/car"
+
+// carvector NAME: copy the CAR test vector NAME into the working
+// directory.
+func cmdCARVector(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 || filepath.Base(args[0]) != args[0] {
+		ts.Fatalf("usage: carvector NAME")
+	}
+	data, err := os.ReadFile(filepath.Join(carVectors, args[0]))
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), data, 0o644))
+}
+
+// flipbyte FILE OFFSET: invert the byte at OFFSET of FILE (counted from
+// the end if negative), as a damaged or tampered copy would be.
+func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 {
+		off += len(data)
+	}
+	if off < 0 || off >= len(data) {
+		ts.Fatalf("offset %s outside the %d bytes of %s", args[1], len(data), args[0])
+	}
+	data[off] ^= 0xff
+	ts.Check(os.WriteFile(path, data, 0o644))
 }
 
 // TestDagPutVectors stores every IPLD codec fixture's DAG-JSON with

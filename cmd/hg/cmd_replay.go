@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+	"github.com/spf13/cobra"
+)
+
+func newReplayCmd(g *globals) *cobra.Command {
+	var (
+		opts   haygent.ReplayOptions
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay RECEIPT|RUN [--workspace DIR] [--json]",
+		Short: "re-execute an invocation or a run with the recorded slot outputs and compare",
+		Long: `Re-execute the invocation of RECEIPT (a CID or a pin), or every node of RUN
+that has a receipt (a run id, or the CID of a run record) in topological
+order, in a scratch store in memory: the store gets nothing new. Slots are
+answered with the responses recorded in the ledger, in order; the package
+and the workspace come from the store (the workspace from the receipt's
+snapshot; --workspace DIR starts from a copy of DIR instead, when the
+snapshot is not in the store). Exec steps run their commands again.
+
+Transitions are compared by the CIDs of their work, never by time stamps
+(see SPEC.md, "Replay"). Prints the agreement and the first divergence, with
+both CIDs. Exit 0 when everything agrees, 4 on any divergence or when a block
+the receipt reaches is missing or damaged, 1 for an unknown receipt or run.`,
+		Args: exactArgs(1, "one RECEIPT or RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return replay(cmd.Context(), g, args[0], opts, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "start from a copy of `DIR` instead of the recorded workspace snapshot")
+	cmd.Flags().BoolVar(&opts.AllowUnisolated, "allow-unisolated", false, "run exec steps without a network namespace where none can be had")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	return cmd
+}
+
+// replayJSON is one receipt's comparison, for --json.
+type replayJSON struct {
+	Node          string              `json:"node,omitempty"`
+	Receipt       string              `json:"receipt"`
+	Run           string              `json:"run"`
+	Haygent       string              `json:"haygent"`
+	Workspace     string              `json:"workspace"`
+	WorkspaceTree string              `json:"workspace_tree,omitempty"`
+	Agree         int                 `json:"agree"`
+	Transitions   int                 `json:"transitions"`
+	Recorded      int                 `json:"recorded"`
+	Replayed      int                 `json:"replayed"`
+	OK            bool                `json:"ok"`
+	Divergence    *haygent.Divergence `json:"divergence"`
+	Notes         []string            `json:"notes"`
+}
+
+func toJSON(node string, r *haygent.ReplayResult) replayJSON {
+	j := replayJSON{Node: node, Receipt: r.Receipt.String(), Run: r.Run, Haygent: r.Haygent, Workspace: r.Workspace,
+		Agree: r.Agree, Transitions: r.Total(), Recorded: r.Recorded, Replayed: r.Replayed,
+		OK: r.OK(), Divergence: r.Divergence, Notes: r.Notes}
+	if r.WorkspaceTree.Defined() {
+		j.WorkspaceTree = r.WorkspaceTree.String()
+	}
+	if j.Notes == nil {
+		j.Notes = []string{}
+	}
+	return j
+}
+
+// replayTarget is what the argument names: a receipt, or a run's nodes.
+type replayTarget struct {
+	receipt cid.Cid
+	run     *scheduler.Record
+	record  cid.Cid
+	order   []string // nodes with a receipt, in topological order
+}
+
+func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOptions, asJSON bool) error {
+	if opts.Workspace != "" {
+		// Checked before anything is read, so a typo costs nothing.
+		if info, err := os.Stat(opts.Workspace); err != nil || !info.IsDir() {
+			return fmt.Errorf("--workspace %s: not a directory", opts.Workspace)
+		}
+	}
+	var t replayTarget
+	err := g.withStore(true, func(st cas.Store) error {
+		var err error
+		t, err = findReplayTarget(ctx, st, arg)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if t.run == nil {
+		res, err := replayOne(ctx, g, t.receipt, opts)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if err := g.ui.printJSON(toJSON("", res)); err != nil {
+				return err
+			}
+		} else {
+			g.ui.printf("replay %s (%s, run %s)\n", res.Receipt, res.Haygent, res.Run)
+			if res.Workspace == haygent.WorkspaceSnapshot {
+				g.ui.printf("workspace: the recorded snapshot %s\n", res.WorkspaceTree)
+			}
+			for _, n := range res.Notes {
+				g.ui.printf("%s\n", n)
+			}
+			g.ui.printf("%d/%d transitions agree\n", res.Agree, res.Total())
+			if d := res.Divergence; d != nil {
+				g.ui.printf("first divergence: %s\n", d)
+			}
+		}
+		if d := res.Divergence; d != nil {
+			return integrityError{fmt.Sprintf("replay of %s diverges from its ledger at %s", res.Receipt, where(d))}
+		}
+		return nil
+	}
+
+	if !asJSON {
+		g.ui.printf("replay run %s (%s): %d node(s) with a receipt\n", t.run.Run, t.run.Name, len(t.order))
+	}
+	receipts := map[string]cid.Cid{}
+	for _, n := range t.run.Nodes {
+		if n.Receipt != nil {
+			receipts[n.Name] = n.Receipt.Cid
+		}
+	}
+	var (
+		agree, total int
+		diverged     []string
+		nodes        = []replayJSON{}
+	)
+	for _, name := range t.order {
+		res, err := replayOne(ctx, g, receipts[name], opts)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		agree += res.Agree
+		total += res.Total()
+		if !res.OK() {
+			diverged = append(diverged, name)
+		}
+		if asJSON {
+			nodes = append(nodes, toJSON(name, res))
+			continue
+		}
+		g.ui.printf("node %s: %d/%d transitions agree\n", name, res.Agree, res.Total())
+		for _, n := range res.Notes {
+			g.ui.printf("  %s\n", n)
+		}
+		if d := res.Divergence; d != nil {
+			g.ui.printf("  first divergence: %s\n", d)
+		}
+	}
+	if asJSON {
+		if err := g.ui.printJSON(map[string]any{"run": t.run.Run, "record": t.record.String(), "workorder": t.run.Name,
+			"nodes": nodes, "agree": agree, "transitions": total, "ok": len(diverged) == 0}); err != nil {
+			return err
+		}
+	} else {
+		g.ui.printf("run: %d/%d transitions agree\n", agree, total)
+	}
+	if len(diverged) > 0 {
+		return integrityError{fmt.Sprintf("replay of run %s diverges from its ledger at node(s) %s", t.run.Run, strings.Join(diverged, ", "))}
+	}
+	return nil
+}
+
+func where(d *haygent.Divergence) string {
+	if d.Seq < 0 {
+		return "the receipt: " + d.Field
+	}
+	return fmt.Sprintf("seq %d (step %s): %s", d.Seq, d.Step, d.Field)
+}
+
+// replayOne replays one receipt. The store is open, shared, only while the
+// replay reads what it needs; the steps run after it is closed, so a long
+// replay never keeps a writer waiting.
+func replayOne(ctx context.Context, g *globals, receipt cid.Cid, opts haygent.ReplayOptions) (*haygent.ReplayResult, error) {
+	var p *haygent.Replayer
+	err := g.withStore(true, func(st cas.Store) error {
+		var err error
+		p, err = haygent.PrepareReplay(ctx, st, receipt, opts)
+		return err
+	})
+	if err != nil {
+		return nil, replayErr(err)
+	}
+	defer p.Close()
+	res, err := p.Run(ctx)
+	return res, replayErr(err)
+}
+
+// replayErr makes a missing block of a ledger an integrity finding.
+func replayErr(err error) error {
+	if errors.Is(err, haygent.ErrIncomplete) {
+		return integrityError{err.Error()}
+	}
+	return err
+}
+
+// findReplayTarget resolves the argument: a run id, or a CID or pin naming
+// a receipt or a run record.
+func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarget, error) {
+	var t replayTarget
+	if isRunID(arg) {
+		rec, c, err := scheduler.LoadRecord(ctx, st, arg)
+		if err != nil {
+			return t, err
+		}
+		t.run, t.record = rec, c
+	} else {
+		c, err := resolve(ctx, st, arg)
+		if err != nil {
+			return t, err
+		}
+		data, err := st.Get(ctx, c)
+		if err != nil {
+			return t, err
+		}
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			return t, fmt.Errorf("%s: %w", c, err)
+		}
+		m, _ := n.(map[string]any)
+		switch typ, _ := m["type"].(string); typ {
+		case haygent.TypeReceipt:
+			t.receipt = c
+			return t, nil
+		case scheduler.TypeRun:
+			if t.run, err = recordAt(ctx, st, c, m); err != nil {
+				return t, err
+			}
+			t.record = c
+		default:
+			return t, fmt.Errorf("%s is %s, neither a receipt nor a run record", c, orQuoted(typ))
+		}
+	}
+	// The run's topological order: the waves of its stored Work Order.
+	var obj dag.Object
+	if err := st.View(ctx, t.run.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+		return t, fmt.Errorf("run %s: work order: %w", t.run.Run, err)
+	}
+	wo, err := dag.FromObject(obj)
+	if err != nil {
+		return t, fmt.Errorf("run %s: work order: %w", t.run.Run, err)
+	}
+	has := map[string]bool{}
+	for _, n := range t.run.Nodes {
+		has[n.Name] = n.Receipt != nil
+	}
+	for _, wave := range wo.Waves() {
+		for _, name := range wave {
+			if has[name] {
+				t.order = append(t.order, name)
+				delete(has, name)
+			}
+		}
+	}
+	var rest []string // on no wave: cannot happen in a validated Work Order
+	for name, ok := range has {
+		if ok {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	t.order = append(t.order, rest...)
+	return t, nil
+}
+
+func orQuoted(typ string) string {
+	if typ == "" {
+		return "an untyped block"
+	}
+	return fmt.Sprintf("a %q", typ)
+}
+
+// recordAt reads the run record whose root block is c (decoded as root),
+// which need not be the latest of its run: the root's run, name and Work
+// Order, and each node's name, state and receipt from its pages.
+func recordAt(ctx context.Context, st cas.Store, c cid.Cid, root map[string]any) (*scheduler.Record, error) {
+	bad := func(what string) error { return fmt.Errorf("run record %s: %s: %w", c, what, cas.ErrInvalid) }
+	rec := &scheduler.Record{Type: scheduler.TypeRun}
+	rec.Run, _ = root["run"].(string)
+	rec.Name, _ = root["name"].(string)
+	wo, ok := root["workorder"].(cid.Cid)
+	if !ok {
+		return nil, bad("no workorder link")
+	}
+	rec.WorkOrder = cas.Link{Cid: wo}
+	pages, _ := root["pages"].([]any)
+	for _, p := range pages {
+		pc, ok := p.(cid.Cid)
+		if !ok {
+			return nil, bad("a page is not a link")
+		}
+		data, err := st.Get(ctx, pc)
+		if err != nil {
+			return nil, fmt.Errorf("run record %s: %w", c, err)
+		}
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			return nil, fmt.Errorf("run record %s: page %s: %w", c, pc, err)
+		}
+		page, _ := n.(map[string]any)
+		if page["type"] != scheduler.TypeRunPage {
+			return nil, bad("page " + pc.String() + " is not a record page")
+		}
+		nodes, _ := page["nodes"].([]any)
+		for _, x := range nodes {
+			m, _ := x.(map[string]any)
+			nr := scheduler.NodeRecord{}
+			nr.Name, _ = m["name"].(string)
+			nr.State, _ = m["state"].(string)
+			if r, ok := m["receipt"].(cid.Cid); ok {
+				nr.Receipt = &cas.Link{Cid: r}
+			}
+			rec.Nodes = append(rec.Nodes, nr)
+		}
+	}
+	return rec, nil
+}

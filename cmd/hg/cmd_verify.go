@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
+	"github.com/spf13/cobra"
+)
+
+// trustFile lists, one per line, the runner keys a store trusts besides
+// its own ('hg key trust').
+func trustFile(storeDir string) string { return filepath.Join(storeDir, "keys", "trusted") }
+
+// readTrustFile reads the keys of a trust file; a missing file is none.
+func readTrustFile(path string) ([]ed25519.PublicKey, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var keys []ed25519.PublicKey
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, err := haygent.ParsePublicKey(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, sc.Err()
+}
+
+// storeTrust returns the keys a store trusts: its own runner key, if it
+// has one, and those of its trust file.
+func storeTrust(storeDir string) ([]ed25519.PublicKey, error) {
+	keys, err := readTrustFile(trustFile(storeDir))
+	if err != nil {
+		return nil, err
+	}
+	own, err := haygent.LoadKey(keyPath(storeDir))
+	switch {
+	case err == nil:
+		keys = append(keys, own.Public().(ed25519.PublicKey))
+	case !errors.Is(err, haygent.ErrNoKey):
+		return nil, err
+	}
+	return keys, nil
+}
+
+func newVerifyCmd(g *globals) *cobra.Command {
+	var (
+		bundle   string
+		keys     []string
+		keysFile string
+		asJSON   bool
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [RUN|RECEIPT] [--bundle FILE.car] [--key PUBKEY ...] [--json]",
+		Short: "check a receipt chain or a whole run offline, from the store or a bundle alone",
+		Long: `Verify a receipt, with every upstream receipt it was built from, or a run
+(a run id, or the CID of its record), independently of whoever made them.
+Nothing is trusted but the keys: every block is hashed again, hg objects are
+decoded strictly, the transition chain is followed link by link (no gap, no
+reordering, nothing spliced in from another run), the signature is checked
+against the trusted keys, every gate is evaluated again from the stored
+evidence by this code, approvals are checked against their window at the
+time of use, and for a run every node's acceptance, inputs and upstream
+receipts are checked against the stored Work Order.
+
+With --bundle, the bundle is read into memory (every block hashed, nothing
+written anywhere) and verified alone: no store is needed, and with no
+RUN|RECEIPT every root of the bundle is verified. Trusted keys are those
+given with --key or listed in --keys FILE, and, when a store is used, the
+store's own runner key and the keys of its trust file ('hg key trust').
+
+Exit 0 when every check holds, 4 when one fails (the first is named).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 || len(args) == 0 && bundle == "" {
+				return usageError{fmt.Errorf("%s: want one RUN or RECEIPT (or --bundle FILE.car), got %d arguments", cmd.CommandPath(), len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var trusted []ed25519.PublicKey
+			for _, s := range keys {
+				k, err := haygent.ParsePublicKey(s)
+				if err != nil {
+					return usageError{fmt.Errorf("--key: %w", err)}
+				}
+				trusted = append(trusted, k)
+			}
+			if keysFile != "" {
+				more, err := readTrustFile(keysFile)
+				if err != nil {
+					return err
+				}
+				if more == nil {
+					return fmt.Errorf("--keys %s: no such file or no keys in it", keysFile)
+				}
+				trusted = append(trusted, more...)
+			}
+			w := &verifyWriter{out: g.ui.stdout, verbose: verbose}
+			if bundle != "" {
+				st := memstore.New()
+				roots, err := loadBundle(ctx, st, bundle)
+				if err != nil {
+					return err
+				}
+				if len(args) == 1 {
+					c, err := cas.ParseCID(args[0])
+					if err != nil {
+						return usageError{fmt.Errorf("with --bundle, name a CID the bundle holds: %w", err)}
+					}
+					roots = []cid.Cid{c}
+				}
+				return verifyTargets(ctx, g, st, roots, trusted, w, asJSON)
+			}
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			own, err := storeTrust(dir)
+			if err != nil {
+				return err
+			}
+			trusted = append(trusted, own...)
+			return g.withStore(true, func(st cas.Store) error {
+				var c cid.Cid
+				if isRunID(args[0]) {
+					if c, err = st.GetRef(ctx, scheduler.RefNamespace, args[0]); err != nil {
+						return fmt.Errorf("run %s: %w", args[0], err)
+					}
+				} else if c, err = resolve(ctx, st, args[0]); err != nil {
+					return err
+				}
+				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&bundle, "bundle", "", "verify from `FILE.car` alone, read into memory")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "trust receipts signed by `PUBKEY` (ed25519:..., as 'hg key show' prints it); repeatable")
+	cmd.Flags().StringVar(&keysFile, "keys", "", "trust the keys listed in `FILE`, one ed25519:... per line (as 'hg key show' prints them)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print every check as JSON")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every check of every node of a run, not only the failed ones")
+	return cmd
+}
+
+// loadBundle reads a bundle into st, checking every block, and returns
+// its roots. Anything wrong with the file is an integrity failure.
+func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := cas.ImportCAR(ctx, st, f, nil)
+	if err != nil {
+		var ce *cas.CARError
+		if errors.As(err, &ce) || errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotCanonical) || errors.Is(err, cas.ErrBadCAR) {
+			return nil, integrityError{fmt.Sprintf("bundle %s: %v", path, err)}
+		}
+		return nil, fmt.Errorf("bundle %s: %w", path, err)
+	}
+	roots := make([]cid.Cid, len(res.Roots))
+	for i, r := range res.Roots {
+		roots[i] = r.CID
+	}
+	return roots, nil
+}
+
+// verifyTargets verifies each target (a receipt or a run record), prints
+// the tables, and fails with an integrity error naming the first broken
+// check.
+func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.Cid, trusted []ed25519.PublicKey, w *verifyWriter, asJSON bool) error {
+	start := time.Now()
+	var report verifyReport
+	for _, c := range targets {
+		typ, err := objectType(ctx, st, c)
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case scheduler.TypeRun:
+			v, err := scheduler.VerifyRun(ctx, st, c, trusted)
+			if err != nil {
+				return err
+			}
+			report.addRun(v)
+		case haygent.TypeReceipt:
+			vs, err := haygent.VerifyReceiptChain(ctx, st, c, trusted)
+			if err != nil {
+				return err
+			}
+			report.addReceipts(vs)
+		default:
+			return usageError{fmt.Errorf("%s is a %q: hg verify takes a receipt (%s) or a run record (%s)", c, typ, haygent.TypeReceipt, scheduler.TypeRun)}
+		}
+	}
+	report.Seconds = time.Since(start).Seconds()
+	if asJSON {
+		if err := g.ui.printJSON(report); err != nil {
+			return err
+		}
+	} else {
+		w.write(&report)
+	}
+	if f := report.FirstFailure; f != nil {
+		where := "receipt " + f.Receipt
+		if f.Node != "" {
+			where = "node " + f.Node + " (" + where + ")"
+		} else if f.Receipt == "" {
+			where = "run " + f.Run
+		}
+		return integrityError{fmt.Sprintf("verification failed: %s: %s: %s", where, f.Check, f.Detail)}
+	}
+	return nil
+}
+
+// objectType reads the "type" of the object c names.
+func objectType(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
+	if c.Type() != cas.DagCBOR {
+		return "", usageError{fmt.Errorf("%s is not an hg object (codec 0x%x)", c, c.Type())}
+	}
+	var typ string
+	err := st.View(ctx, c, func(data []byte) error {
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			return err
+		}
+		m, _ := n.(map[string]any)
+		typ, _ = m["type"].(string)
+		return nil
+	})
+	if errors.Is(err, cas.ErrNotFound) {
+		return "", fmt.Errorf("%s is not in the store or bundle: %w", c, err)
+	}
+	return typ, err
+}
+
+// verifyReport is what hg verify prints, as a table or as JSON.
+type verifyReport struct {
+	OK           bool              `json:"ok"`
+	Receipts     []receiptReport   `json:"receipts,omitempty"`
+	Runs         []runVerifyReport `json:"runs,omitempty"`
+	Transitions  int               `json:"transitions"`
+	Blocks       int               `json:"blocks"`
+	FirstFailure *verifyFailure    `json:"first_failure,omitempty"`
+	Seconds      float64           `json:"seconds"`
+}
+
+type checkReport struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+type receiptReport struct {
+	Receipt     string        `json:"receipt"`
+	Run         string        `json:"run"`
+	Status      string        `json:"status"`
+	Transitions int           `json:"transitions"`
+	Blocks      int           `json:"blocks"`
+	OK          bool          `json:"ok"`
+	Checks      []checkReport `json:"checks"`
+}
+
+type nodeReport struct {
+	Node    string `json:"node"`
+	State   string `json:"state"`
+	Receipt string `json:"receipt,omitempty"`
+	receiptReport
+}
+
+type runVerifyReport struct {
+	Run    string        `json:"run"`
+	Record string        `json:"record"`
+	Status string        `json:"status"`
+	OK     bool          `json:"ok"`
+	Checks []checkReport `json:"checks"`
+	Nodes  []nodeReport  `json:"nodes"`
+}
+
+type verifyFailure struct {
+	Run     string `json:"run,omitempty"`
+	Node    string `json:"node,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+	Check   string `json:"check"`
+	Detail  string `json:"detail"`
+}
+
+func checksOf(list []haygent.Check) ([]checkReport, bool) {
+	out := make([]checkReport, len(list))
+	ok := len(list) > 0
+	for i, c := range list {
+		out[i] = checkReport{c.Name, c.OK, c.Detail}
+		ok = ok && c.OK
+	}
+	return out, ok
+}
+
+func (r *verifyReport) fail(f verifyFailure) {
+	if r.FirstFailure == nil {
+		r.FirstFailure = &f
+	}
+}
+
+func (r *verifyReport) addReceipts(vs []*haygent.Verification) {
+	for _, v := range vs {
+		checks, ok := checksOf(v.Checks)
+		rr := receiptReport{Receipt: v.Receipt.String(), Run: v.Run, Status: v.Status, Transitions: v.Transitions, Blocks: v.Blocks, OK: ok, Checks: checks}
+		r.Receipts = append(r.Receipts, rr)
+		r.Transitions += v.Transitions
+		r.Blocks += v.Blocks
+		if f := v.FirstFailure(); f != nil {
+			r.fail(verifyFailure{Receipt: rr.Receipt, Check: f.Name, Detail: f.Detail})
+		}
+	}
+	r.OK = r.FirstFailure == nil
+}
+
+func (r *verifyReport) addRun(v *scheduler.RunVerification) {
+	checks, ok := checksOf(v.Checks)
+	rr := runVerifyReport{Run: v.Run, Record: v.Record.String(), Status: v.Status, OK: ok, Checks: checks}
+	for _, c := range v.Checks {
+		if !c.OK {
+			r.fail(verifyFailure{Run: v.Run, Check: c.Name, Detail: c.Detail})
+		}
+	}
+	for _, n := range v.Nodes {
+		nc, nok := checksOf(n.Checks)
+		nr := nodeReport{Node: n.Node, State: n.State}
+		nr.receiptReport = receiptReport{Transitions: n.Transitions, Blocks: n.Blocks, OK: nok || len(n.Checks) == 0, Checks: nc}
+		if n.Receipt.Defined() {
+			nr.Receipt = n.Receipt.String()
+			nr.receiptReport.Receipt = nr.Receipt
+		}
+		if n.Verification != nil {
+			nr.Run, nr.Status = n.Verification.Run, n.Verification.Status
+		}
+		rr.Nodes = append(rr.Nodes, nr)
+		r.Transitions += n.Transitions
+		r.Blocks += n.Blocks
+		for _, c := range n.Checks {
+			if !c.OK {
+				r.fail(verifyFailure{Run: v.Run, Node: n.Node, Receipt: nr.Receipt, Check: c.Name, Detail: c.Detail})
+				break
+			}
+		}
+	}
+	rr.OK = rr.OK && v.OK()
+	r.Runs = append(r.Runs, rr)
+	r.OK = r.FirstFailure == nil
+}
+
+// verifyWriter prints a verifyReport as tables.
+type verifyWriter struct {
+	out     io.Writer
+	verbose bool
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+func (w *verifyWriter) checks(tw *tabwriter.Writer, list []checkReport, failedOnly bool) {
+	for _, c := range list {
+		if failedOnly && c.OK {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark(c.OK), c.Name, oneLine(c.Detail))
+	}
+}
+
+func (w *verifyWriter) write(r *verifyReport) {
+	tw := tabwriter.NewWriter(w.out, 0, 4, 2, ' ', 0)
+	for _, rr := range r.Receipts {
+		fmt.Fprintf(tw, "receipt %s  %s  %s  %d transitions  %d blocks\n", rr.Receipt, orDash(rr.Run), orDash(rr.Status), rr.Transitions, rr.Blocks)
+		w.checks(tw, rr.Checks, false)
+	}
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "run %s  record %s  %s\n", orDash(run.Run), run.Record, orDash(run.Status))
+		w.checks(tw, run.Checks, false)
+		for _, n := range run.Nodes {
+			fmt.Fprintf(tw, "  %s\tnode %s\t%s  %s  %d transitions  %d checks\n", mark(n.OK), n.Node, n.State, orDash(n.Receipt), n.Transitions, len(n.Checks))
+			w.checks(tw, n.Checks, !w.verbose)
+		}
+	}
+	tw.Flush()
+	receipts := len(r.Receipts)
+	for _, run := range r.Runs {
+		for _, n := range run.Nodes {
+			if n.Receipt != "" {
+				receipts++
+			}
+		}
+	}
+	verdict := "every check holds"
+	if !r.OK {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w.out, "verified %d receipts, %d transitions, %d blocks in %.2fs: %s\n", receipts, r.Transitions, r.Blocks, r.Seconds, verdict)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// addTrusted appends k to the store's trust file, once.
+func addTrusted(storeDir string, k ed25519.PublicKey) error {
+	have, err := readTrustFile(trustFile(storeDir))
+	if err != nil {
+		return err
+	}
+	for _, h := range have {
+		if h.Equal(k) {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(trustFile(storeDir)), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(trustFile(storeDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, haygent.FormatPublicKey(k))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
