@@ -42,7 +42,8 @@ vet:
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 
-# demo: a tree goes into a fresh store and comes back identical.
+# demo: a tree round trip, a Work Order and its report, the run verified
+# from a bundle alone, and a replay.
 demo: build
 	@sh ./scripts/demo.sh $(BIN)
 

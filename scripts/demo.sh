@@ -46,3 +46,12 @@ mkdir ws
 head -c 3000000 /dev/urandom > ws/data.bin
 "$hg" haygent run "$src/fixtures/haygents/roundtrip" --workspace ws --pin demo-run
 "$hg" report demo-run
+
+step "another machine checks the run from a bundle and the runner's public key alone (hg bundle export, hg verify --bundle)"
+"$hg" bundle export run-demo -o run-demo.car
+"$hg" key show > runner.pub
+mkdir elsewhere
+(cd elsewhere && HG_STORE="$work/elsewhere/no-store" "$hg" verify --bundle ../run-demo.car --keys ../runner.pub | tail -n 4)
+
+step "and the same inputs do the same work again (hg replay)"
+"$hg" replay demo-run
