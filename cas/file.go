@@ -104,9 +104,12 @@ func PutFile(ctx context.Context, st Store, r io.Reader, opts *PutOptions) (cid.
 	}
 	defer func() { w.OnFlush = prev }()
 
-	ctx, cancel := context.WithCancel(ctx)
+	// Only the reader stops with readCtx: blocks go to the writer under
+	// the caller's ctx, because a shared writer (PutTree's) may still be
+	// storing them after PutFile returns.
+	readCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunks := hashChunks(ctx, r, pool)
+	chunks := hashChunks(readCtx, r, pool)
 	var (
 		idx  = fileIndexBuilder{add: func(b Block) error { return w.Add(ctx, b) }}
 		size uint64

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -107,3 +108,45 @@ func TestReadFileCorruptChunk(t *testing.T) {
 }
 
 func stringsReader(s string) io.Reader { return bytes.NewReader([]byte(s)) }
+
+// slowStore takes its time over every Put, as a disk does, so that a
+// shared writer's batch is still in flight when PutFile returns.
+type slowStore struct{ *memstore.Store }
+
+func (s slowStore) Put(ctx context.Context, blocks ...cas.Block) error {
+	select {
+	case <-time.After(50 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.Put(ctx, blocks...)
+}
+
+// TestPutFileSharedWriter puts several files through one writer, as
+// PutTree does, with batches smaller than a file: a batch a PutFile
+// started must still be stored after that PutFile returned.
+func TestPutFileSharedWriter(t *testing.T) {
+	ctx := context.Background()
+	st := slowStore{memstore.New()}
+	w := cas.NewWriter(st)
+	w.MaxBytes = cas.ChunkSize
+	var roots []cid.Cid
+	var files [][]byte
+	for i := range 3 {
+		data := randomBytes(2*cas.ChunkSize+100, uint64(100+i))
+		c, _, err := cas.PutFile(ctx, st, bytes.NewReader(data), &cas.PutOptions{Writer: w})
+		if err != nil {
+			t.Fatalf("file %d: %v", i, err)
+		}
+		roots, files = append(roots, c), append(files, data)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	for i, c := range roots {
+		var got bytes.Buffer
+		if _, err := cas.ReadFile(ctx, st, c, &got, nil); err != nil || !bytes.Equal(got.Bytes(), files[i]) {
+			t.Errorf("file %d reads back %d bytes, %v", i, got.Len(), err)
+		}
+	}
+}
