@@ -106,7 +106,7 @@ func BenchmarkHG(b *testing.B) {
 			float64(free)/(1<<30), tmp, benchMinFree>>30)
 	}
 
-	o := &benchOps{tmp: tmp, in: filepath.Join(tmp, "in.bin")}
+	o := &benchOps{fileBench: fileBench{tmp: tmp, in: filepath.Join(tmp, "in.bin")}}
 	o.hg = benchBuildHG(b, tmp)
 	benchWriteFile(b, o.in, benchFileSize)
 	o.dd, _ = exec.LookPath("dd")
@@ -129,12 +129,19 @@ func BenchmarkHG(b *testing.B) {
 
 // benchOps runs the measured operations.
 type benchOps struct {
-	b          *testing.B
-	tmp, in    string // the temp dir and the 1 GiB file in it
-	hg, dd     string // the programs; dd is "" if not installed
-	inSum, cid string // the file's sha256 and hg CID, once known
-	store      string // the store of the last put
-	puts       int
+	fileBench
+	hg, dd string // the programs; dd is "" if not installed
+	cid    string // the file's hg CID, once known
+	store  string // the store of the last put
+	puts   int
+}
+
+// fileBench is the 1 GiB input file of a benchmark and the reference
+// timings every hg figure is compared with.
+type fileBench struct {
+	b       *testing.B
+	tmp, in string // the temp dir and the 1 GiB file in it
+	inSum   string // the file's sha256, once known
 }
 
 // measure runs each operation once uncounted, then b.N times measured,
@@ -189,14 +196,14 @@ func (o *benchOps) measure() benchRound {
 
 // settle brings the file back into the page cache if it was evicted and
 // writes back every dirty page, so that no operation pays for another.
-func (o *benchOps) settle() {
+func (o *fileBench) settle() {
 	benchSHA256File(o.b, o.in)
 	syscall.Sync()
 }
 
 // sha256 times Go's crypto/sha256 over the file, one core, 1 MiB at a
 // time.
-func (o *benchOps) sha256() time.Duration {
+func (o *fileBench) sha256() time.Duration {
 	o.settle()
 	start := time.Now()
 	sum := benchSHA256File(o.b, o.in)
@@ -209,7 +216,7 @@ func (o *benchOps) sha256() time.Duration {
 }
 
 // copy times the fsync'd copy, as dd bs=1M conv=fsync, and removes it.
-func (o *benchOps) copy() time.Duration {
+func (o *fileBench) copy() time.Duration {
 	out := filepath.Join(o.tmp, "copy.bin")
 	o.settle()
 	start := time.Now()

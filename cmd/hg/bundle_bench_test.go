@@ -57,7 +57,7 @@ func BenchmarkBundle(b *testing.B) {
 		b.Skipf("skipping the 1 GiB bundle benchmark: only %.1f GiB free in %s, it needs %d GiB",
 			float64(free)/(1<<30), tmp, bundleBenchMinFree>>30)
 	}
-	o := &bundleOps{tmp: tmp, in: filepath.Join(tmp, "in.bin"), car: filepath.Join(tmp, "out.car"), src: filepath.Join(tmp, "src")}
+	o := &bundleOps{fileBench: fileBench{tmp: tmp, in: filepath.Join(tmp, "in.bin")}, car: filepath.Join(tmp, "out.car"), src: filepath.Join(tmp, "src")}
 	o.hg = benchBuildHG(b, tmp)
 	benchWriteFile(b, o.in, benchFileSize)
 	benchRun(b, nil, o.hg, "--store", o.src, "init")
@@ -81,12 +81,11 @@ func BenchmarkBundle(b *testing.B) {
 
 // bundleOps runs the measured operations.
 type bundleOps struct {
-	b            *testing.B
-	tmp, in, car string // the temp dir, the 1 GiB file, the bundle
-	src, dst     string // the store the file was put in; the last import's store
-	hg, cid      string
-	inSum        string
-	imports      int
+	fileBench
+	car      string // the bundle
+	src, dst string // the store the file was put in; the last import's store
+	hg, cid  string
+	imports  int
 }
 
 // measure runs each operation once uncounted, then b.N times measured,
@@ -132,37 +131,6 @@ func (o *bundleOps) measure() bundleRound {
 		o.b.Fatalf("the imported file has sha256 %s; the file put has %s", got, o.inSum)
 	}
 	return r
-}
-
-// settle brings the file back into the page cache and writes back every
-// dirty page, so that no operation pays for another.
-func (o *bundleOps) settle() {
-	benchSHA256File(o.b, o.in)
-	syscall.Sync()
-}
-
-func (o *bundleOps) sha256() time.Duration {
-	o.settle()
-	start := time.Now()
-	sum := benchSHA256File(o.b, o.in)
-	d := time.Since(start)
-	if o.inSum != "" && sum != o.inSum {
-		o.b.Fatalf("the file's sha256 changed from %s to %s", o.inSum, sum)
-	}
-	o.inSum = sum
-	return d
-}
-
-func (o *bundleOps) copy() time.Duration {
-	out := filepath.Join(o.tmp, "copy.bin")
-	o.settle()
-	start := time.Now()
-	benchCopyFsync(o.b, o.in, out)
-	d := time.Since(start)
-	if err := os.Remove(out); err != nil {
-		o.b.Fatal(err)
-	}
-	return d
 }
 
 // put times hg put of the file into a fresh store: what an import of
