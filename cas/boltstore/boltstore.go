@@ -492,6 +492,18 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		stats := map[uint64]packStat{}
 		var written []*os.File
 		var f *os.File
+		// Small blocks bound for the pack are gathered and written with
+		// one call; bufAt is the pack offset buf starts at.
+		var buf []byte
+		var bufAt uint64
+		flushBuf := func() error {
+			if len(buf) == 0 {
+				return nil
+			}
+			_, err := f.WriteAt(buf, int64(bufAt))
+			buf = buf[:0]
+			return err
+		}
 		inserted := 0
 		for i, b := range blocks {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
@@ -512,6 +524,9 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				continue
 			}
 			if ps.end >= packMax {
+				if err := flushBuf(); err != nil {
+					return fmt.Errorf("write pack %d: %w", cur, err)
+				}
 				stats[cur] = ps
 				cur++
 				ps, f = getPackStat(tx, cur), nil
@@ -526,8 +541,18 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			// Data goes to the pack before the transaction that points at it
 			// commits; a Put that dies leaves bytes past the committed end,
 			// which the next writer cuts off.
-			if _, err := f.WriteAt(data, int64(ps.end)); err != nil {
-				return fmt.Errorf("put block %s: %w", b.CID(), err)
+			if len(data) < packBuffered {
+				if len(buf) == 0 {
+					bufAt = ps.end
+				}
+				buf = append(buf, data...)
+			} else {
+				if err := flushBuf(); err != nil {
+					return fmt.Errorf("write pack %d: %w", cur, err)
+				}
+				if _, err := f.WriteAt(data, int64(ps.end)); err != nil {
+					return fmt.Errorf("put block %s: %w", b.CID(), err)
+				}
 			}
 			loc := location{pack: cur, offset: ps.end, length: uint64(len(data))}
 			ps.end += loc.length
@@ -542,6 +567,9 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				return errNothingNew // roll back: no commit, no sync
 			}
 			return ctx.Err()
+		}
+		if err := flushBuf(); err != nil {
+			return fmt.Errorf("write pack %d: %w", cur, err)
 		}
 		stats[cur] = ps
 		for _, f := range written {

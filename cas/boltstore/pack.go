@@ -23,10 +23,20 @@ import (
 // and mapped most of the file into memory. Appending large blocks to a
 // pack file instead writes each byte once, and reading them with pread
 // into a reused buffer keeps the resident set flat.
+//
+// Small blocks go to packs too: a ledger is thousands of blocks of a few
+// hundred bytes under random keys, and kept inline they make every commit
+// rewrite leaves all over a tree that grows with the store. In a pack they
+// cost the tree a location of a dozen bytes, so the tree stays about
+// eight times smaller. Only blocks too small to be worth a location stay
+// inline.
 const (
 	// packMin is the smallest block stored in a pack file.
-	packMin = 64 << 10
-	packDir = "packs"
+	packMin = 128
+	// packBuffered: blocks below this size are gathered and written to
+	// the pack with one call per Put.
+	packBuffered = 64 << 10
+	packDir      = "packs"
 )
 
 // packMax is the size at which a pack file is closed and a new one
