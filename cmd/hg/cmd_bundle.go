@@ -198,7 +198,7 @@ func openBundle(u *ui, path string) (io.ReadCloser, int64, error) {
 func importError(path string, err error) error {
 	var carErr *cas.CARError
 	if errors.As(err, &carErr) && (errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotCanonical) || errors.Is(err, cas.ErrBadCAR)) {
-		return integrityError{fmt.Sprintf("bundle %s refused: %v", path, err)}
+		return integrityError{msg: fmt.Sprintf("bundle %s refused: %v", path, err)}
 	}
 	return fmt.Errorf("bundle %s refused: %w", path, err)
 }

@@ -157,7 +157,7 @@ func newFsckCmd(g *globals) *cobra.Command {
 					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing))
 				}
 				if !rep.OK() {
-					return integrityError{fmt.Sprintf("fsck found %d bad blocks and %d incomplete pins", len(rep.Bad), len(rep.Missing))}
+					return integrityError{msg: fmt.Sprintf("fsck found %d bad blocks and %d incomplete pins", len(rep.Bad), len(rep.Missing))}
 				}
 				return nil
 			})

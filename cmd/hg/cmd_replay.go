@@ -124,7 +124,7 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 			}
 		}
 		if d := res.Divergence; d != nil {
-			return integrityError{fmt.Sprintf("replay of %s diverges from its ledger at %s", res.Receipt, where(d))}
+			return integrityError{msg: fmt.Sprintf("replay of %s diverges from its ledger at %s", res.Receipt, where(d))}
 		}
 		return nil
 	}
@@ -174,7 +174,7 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 		g.ui.printf("run: %d/%d transitions agree\n", agree, total)
 	}
 	if len(diverged) > 0 {
-		return integrityError{fmt.Sprintf("replay of run %s diverges from its ledger at node(s) %s", t.run.Run, strings.Join(diverged, ", "))}
+		return integrityError{msg: fmt.Sprintf("replay of run %s diverges from its ledger at node(s) %s", t.run.Run, strings.Join(diverged, ", "))}
 	}
 	return nil
 }
@@ -207,7 +207,7 @@ func replayOne(ctx context.Context, g *globals, receipt cid.Cid, opts haygent.Re
 // replayErr makes a missing block of a ledger an integrity finding.
 func replayErr(err error) error {
 	if errors.Is(err, haygent.ErrIncomplete) {
-		return integrityError{err.Error()}
+		return integrityError{msg: err.Error()}
 	}
 	return err
 }

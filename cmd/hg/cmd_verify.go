@@ -181,7 +181,7 @@ func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, erro
 	if err != nil {
 		var ce *cas.CARError
 		if errors.As(err, &ce) || errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotCanonical) || errors.Is(err, cas.ErrBadCAR) {
-			return nil, integrityError{fmt.Sprintf("bundle %s: %v", path, err)}
+			return nil, integrityError{msg: fmt.Sprintf("bundle %s: %v", path, err)}
 		}
 		return nil, fmt.Errorf("bundle %s: %w", path, err)
 	}
@@ -235,7 +235,11 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 		} else if f.Receipt == "" {
 			where = "run " + f.Run
 		}
-		return integrityError{fmt.Sprintf("verification failed: %s: %s: %s", where, f.Check, f.Detail)}
+		hint := ""
+		if f.Check == haygent.CheckTrust {
+			hint = "if you trust that runner, say so: --key PUBKEY, --keys FILE, or 'hg key trust PUBKEY|FILE'"
+		}
+		return integrityError{msg: fmt.Sprintf("verification failed: %s: %s: %s", where, f.Check, f.Detail), hint: hint}
 	}
 	return nil
 }

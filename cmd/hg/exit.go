@@ -24,7 +24,10 @@ func (e usageError) Unwrap() error { return e.err }
 
 // integrityError marks a finding (not a failure to look) that something
 // stored is damaged, as fsck reports: exit 4.
-type integrityError struct{ msg string }
+type integrityError struct {
+	msg  string
+	hint string // what to do about it, if anything helps
+}
 
 func (e integrityError) Error() string { return e.msg }
 
@@ -53,7 +56,10 @@ func exitCode(err error) int {
 // hintFor returns a line of advice for well-known errors, or "".
 func hintFor(err error) string {
 	var busy *cas.BusyError
+	var integ integrityError
 	switch {
+	case errors.As(err, &integ) && integ.hint != "":
+		return integ.hint
 	case errors.As(err, &busy):
 		return "wait for it to finish, or stop it; hg never waits for more than a few seconds"
 	case errors.Is(err, errNoStore):
