@@ -13,6 +13,7 @@ import (
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/ipfs/go-cid"
 )
 
 // benchStore returns a fresh on-disk store, closed at the end.
@@ -91,4 +92,30 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.ReportMetric(float64(d.Microseconds())/1000, "direct-ms")
 	b.ReportMetric(float64(h.Microseconds())/1000, "haygent-ms")
 	b.ReportMetric(float64((h-d).Microseconds())/1000, "overhead-ms")
+}
+
+// BenchmarkVerifyReceipt verifies one stored receipt of the echo Haygent
+// (4 transitions) again and again, in memory: the verifier's cost per
+// receipt, signature included, without a run around it.
+func BenchmarkVerifyReceipt(b *testing.B) {
+	st := memstore.New()
+	pkg, err := haygent.Load(filepath.Join(fixtures, "haygents", "echo"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
+	res, err := haygent.Run(context.Background(), pkg, map[string]any{"value": 42}, haygent.Options{Store: st, Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	known := map[cid.Cid]bool{res.Receipt.Package.Cid: true}
+	b.ResetTimer()
+	for b.Loop() {
+		v, err := haygent.VerifyReceiptKnown(context.Background(), st, res.ReceiptCID, trusted, known)
+		if err != nil || !v.OK() {
+			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
+		}
+	}
+	b.ReportMetric(float64(b.N*int(res.Receipt.Transitions))/b.Elapsed().Seconds(), "transitions/s")
 }
