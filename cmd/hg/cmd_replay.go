@@ -241,8 +241,8 @@ func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarg
 			t.receipt = c
 			return t, nil
 		case scheduler.TypeRun:
-			if t.run, err = recordAt(ctx, st, c, m); err != nil {
-				return t, err
+			if t.run, err = scheduler.LoadRecordAt(ctx, st, c); err != nil {
+				return t, fmt.Errorf("run record %s: %w", c, err)
 			}
 			t.record = c
 		default:
@@ -288,48 +288,3 @@ func orQuoted(typ string) string {
 	return fmt.Sprintf("a %q", typ)
 }
 
-// recordAt reads the run record whose root block is c (decoded as root),
-// which need not be the latest of its run: the root's run, name and Work
-// Order, and each node's name, state and receipt from its pages.
-func recordAt(ctx context.Context, st cas.Store, c cid.Cid, root map[string]any) (*scheduler.Record, error) {
-	bad := func(what string) error { return fmt.Errorf("run record %s: %s: %w", c, what, cas.ErrInvalid) }
-	rec := &scheduler.Record{Type: scheduler.TypeRun}
-	rec.Run, _ = root["run"].(string)
-	rec.Name, _ = root["name"].(string)
-	wo, ok := root["workorder"].(cid.Cid)
-	if !ok {
-		return nil, bad("no workorder link")
-	}
-	rec.WorkOrder = cas.Link{Cid: wo}
-	pages, _ := root["pages"].([]any)
-	for _, p := range pages {
-		pc, ok := p.(cid.Cid)
-		if !ok {
-			return nil, bad("a page is not a link")
-		}
-		data, err := st.Get(ctx, pc)
-		if err != nil {
-			return nil, fmt.Errorf("run record %s: %w", c, err)
-		}
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			return nil, fmt.Errorf("run record %s: page %s: %w", c, pc, err)
-		}
-		page, _ := n.(map[string]any)
-		if page["type"] != scheduler.TypeRunPage {
-			return nil, bad("page " + pc.String() + " is not a record page")
-		}
-		nodes, _ := page["nodes"].([]any)
-		for _, x := range nodes {
-			m, _ := x.(map[string]any)
-			nr := scheduler.NodeRecord{}
-			nr.Name, _ = m["name"].(string)
-			nr.State, _ = m["state"].(string)
-			if r, ok := m["receipt"].(cid.Cid); ok {
-				nr.Receipt = &cas.Link{Cid: r}
-			}
-			rec.Nodes = append(rec.Nodes, nr)
-		}
-	}
-	return rec, nil
-}
