@@ -197,8 +197,12 @@ func loadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error)
 		}
 		rec.Nodes = append(rec.Nodes, page.Nodes...)
 	}
-	if int64(len(rec.Nodes)) != root.Nodes || !sort.SliceIsSorted(rec.Nodes, func(i, j int) bool { return rec.Nodes[i].Name < rec.Nodes[j].Name }) {
-		return nil, fmt.Errorf("record %s: pages hold %d nodes out of order or where %d were recorded: %w", c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
+	strictlySorted := true
+	for i := 1; i < len(rec.Nodes); i++ {
+		strictlySorted = strictlySorted && rec.Nodes[i-1].Name < rec.Nodes[i].Name
+	}
+	if int64(len(rec.Nodes)) != root.Nodes || !strictlySorted {
+		return nil, fmt.Errorf("record %s: pages hold %d nodes out of order, repeated, or where %d were recorded: %w", c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
 	}
 	return rec, nil
 }

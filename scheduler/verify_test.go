@@ -108,6 +108,15 @@ func TestVerifyRun(t *testing.T) {
 			t.Fatalf("first failure %s %+v, want the outcome", node, first)
 		}
 	})
+	t.Run("a node recorded twice", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
+		rec.Nodes = append(rec.Nodes[:1:1], rec.Nodes...)
+		v := verifyRun(t, st, storeRecord(t, st, rec), runTrusted)
+		if node, first := v.FirstFailure(); node != "" || first == nil || first.Name != scheduler.CheckRecord || !strings.Contains(first.Detail, "repeated") {
+			t.Fatalf("first failure %s %+v, want the run record", node, first)
+		}
+	})
 	t.Run("not a run record", func(t *testing.T) {
 		st := memstore.New()
 		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
