@@ -165,14 +165,14 @@ func BenchmarkVerifyRun(b *testing.B) {
 	}
 	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
 	// One uncounted run first, as a user's second verification would be.
-	if _, err := scheduler.VerifyRun(ctx, st, root, trusted); err != nil {
+	if _, err := scheduler.VerifyRun(ctx, st, root, trusted, nil); err != nil {
 		b.Fatal(err)
 	}
 	var transitions, blocks int
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		v, err := scheduler.VerifyRun(ctx, st, root, trusted)
+		v, err := scheduler.VerifyRun(ctx, st, root, trusted, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

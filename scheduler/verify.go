@@ -24,6 +24,13 @@ const (
 	CheckPlace      = "place in the run"
 )
 
+// VerifyOptions tune [VerifyRun]. A nil *VerifyOptions means none.
+type VerifyOptions struct {
+	// Progress, if set, is called as nodes are verified with how many
+	// are done out of how many, from one goroutine at a time.
+	Progress func(done, total int)
+}
+
 // RunVerification is the verification of a stored run: checks of the run
 // as a whole, then one [NodeVerification] per node, in name order.
 type RunVerification struct {
@@ -101,7 +108,10 @@ func (v *RunVerification) Transitions() int {
 //
 // Nodes are verified on every core; each receipt is verified once however
 // many receipts name it. err is only for the store or ctx.
-func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.PublicKey) (*RunVerification, error) {
+func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.PublicKey, opts *VerifyOptions) (*RunVerification, error) {
+	if opts == nil {
+		opts = &VerifyOptions{}
+	}
 	v := &RunVerification{Record: c}
 	rec, err := loadRecordAt(ctx, st, c)
 	if err != nil {
@@ -155,6 +165,8 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	jobs := make(chan int)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
+	var progressMu sync.Mutex
+	done := 0
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
@@ -165,6 +177,12 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 					case errs <- err:
 					default:
 					}
+				}
+				if opts.Progress != nil {
+					progressMu.Lock()
+					done++
+					opts.Progress(done, len(rec.Nodes))
+					progressMu.Unlock()
 				}
 			}
 		}()

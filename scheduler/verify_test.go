@@ -17,7 +17,7 @@ var runTrusted = []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
 
 func verifyRun(t *testing.T, st cas.Store, c cid.Cid, trusted []ed25519.PublicKey) *scheduler.RunVerification {
 	t.Helper()
-	v, err := scheduler.VerifyRun(context.Background(), st, c, trusted)
+	v, err := scheduler.VerifyRun(context.Background(), st, c, trusted, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

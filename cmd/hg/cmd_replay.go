@@ -287,4 +287,3 @@ func orQuoted(typ string) string {
 	}
 	return fmt.Sprintf("a %q", typ)
 }
-

@@ -205,7 +205,9 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 		}
 		switch typ {
 		case scheduler.TypeRun:
-			v, err := scheduler.VerifyRun(ctx, st, c, trusted)
+			update, finish := g.ui.countProgress("verify", 1000)
+			v, err := scheduler.VerifyRun(ctx, st, c, trusted, &scheduler.VerifyOptions{Progress: update})
+			finish()
 			if err != nil {
 				return err
 			}

@@ -75,3 +75,36 @@ func (u *ui) progress(desc string, total int64) (update func(done int64), finish
 	)
 	return func(done int64) { _ = bar.Set64(done) }, func() { _ = bar.Finish() }
 }
+
+// countProgress returns a callback that draws a progress bar of items
+// (done out of total) on stderr, and a func to finish it. Both do nothing
+// unless stderr is a terminal, and the bar appears only for work of at
+// least min items.
+func (u *ui) countProgress(desc string, min int) (update func(done, total int), finish func()) {
+	if !u.stderrIsTerminal() {
+		return func(int, int) {}, func() {}
+	}
+	var bar *progressbar.ProgressBar
+	update = func(done, total int) {
+		if total < min {
+			return
+		}
+		if bar == nil {
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(u.stderr),
+				progressbar.OptionSetDescription(desc),
+				progressbar.OptionShowCount(),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+				progressbar.OptionSetWidth(30),
+			)
+		}
+		_ = bar.Set(done)
+	}
+	finish = func() {
+		if bar != nil {
+			_ = bar.Finish()
+		}
+	}
+	return update, finish
+}
