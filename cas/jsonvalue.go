@@ -39,3 +39,28 @@ func FromJSON(v any) any {
 	}
 	return v
 }
+
+// IsNormal reports whether v needs no change by [FromJSON]: it holds no
+// json.Number, no int, and no float64 that FromJSON would make an int64.
+// Callers that need no copy use it to skip one.
+func IsNormal(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if !IsNormal(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !IsNormal(e) {
+				return false
+			}
+		}
+	case json.Number, int:
+		return false
+	case float64:
+		return !(x == math.Trunc(x) && math.Abs(x) < 1<<53)
+	}
+	return true
+}

@@ -30,3 +30,24 @@ func TestFromJSON(t *testing.T) {
 		t.Fatal("FromJSON changed its input")
 	}
 }
+
+func TestIsNormal(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want bool
+	}{
+		{map[string]any{"a": []any{int64(1), "x", 1.5, nil, true}}, true},
+		{map[string]any{"a": []any{float64(2)}}, false},
+		{map[string]any{"a": json.Number("3")}, false},
+		{[]any{map[string]any{"b": 7}}, false},
+		{float64(1 << 60), true},
+	} {
+		if got := cas.IsNormal(tt.v); got != tt.want {
+			t.Errorf("IsNormal(%#v) = %v, want %v", tt.v, got, tt.want)
+		}
+		// What IsNormal calls normal, FromJSON leaves as it is.
+		if tt.want && !reflect.DeepEqual(cas.FromJSON(tt.v), tt.v) {
+			t.Errorf("FromJSON changed %#v, which IsNormal calls normal", tt.v)
+		}
+	}
+}

@@ -161,7 +161,12 @@ func (r *runner) putRaw(data []byte) (cas.Link, error) {
 }
 
 func (r *runner) packet(payload map[string]any, schema string) (cas.Link, error) {
-	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: cas.FromJSON(payload).(map[string]any)})
+	// The packet is encoded at once and dropped: a payload already in
+	// data-model form needs no normalized copy.
+	if !cas.IsNormal(payload) {
+		payload = cas.FromJSON(payload).(map[string]any)
+	}
+	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: payload})
 }
 
 func (r *runner) run(input map[string]any) (*Result, error) {
