@@ -64,6 +64,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().StringVar(&g.store, "store", "", "the store directory (default: $HG_STORE, else the nearest .haygent/)")
+	root.PersistentFlags().BoolVar(&g.ui.forceProgress, "progress", false, "show progress on stderr even when it is not a terminal (it is shown on a terminal anyway)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newInitCmd(g),

@@ -22,6 +22,7 @@ const progressMin = 32 << 20
 type ui struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	forceProgress  bool // --progress: bars even when stderr is not a terminal
 }
 
 func (u *ui) errorf(format string, args ...any) {
@@ -58,11 +59,16 @@ func (u *ui) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// showProgress says whether to draw progress: on a terminal, or anywhere
+// with --progress.
+func (u *ui) showProgress() bool { return u.forceProgress || u.stderrIsTerminal() }
+
 // progress returns a callback that draws a byte progress bar of total
 // bytes (-1 if unknown) on stderr, and a func to finish it. Both do
-// nothing unless stderr is a terminal and the work is large.
+// nothing unless stderr is a terminal (or --progress) and the work is
+// large.
 func (u *ui) progress(desc string, total int64) (update func(done int64), finish func()) {
-	if !u.stderrIsTerminal() || (total >= 0 && total < progressMin) {
+	if !u.showProgress() || (total >= 0 && total < progressMin) {
 		return func(int64) {}, func() {}
 	}
 	bar := progressbar.NewOptions64(total,
@@ -81,7 +87,7 @@ func (u *ui) progress(desc string, total int64) (update func(done int64), finish
 // unless stderr is a terminal, and the bar appears only for work of at
 // least min items.
 func (u *ui) countProgress(desc string, min int) (update func(done, total int), finish func()) {
-	if !u.stderrIsTerminal() {
+	if !u.showProgress() {
 		return func(int, int) {}, func() {}
 	}
 	var bar *progressbar.ProgressBar
