@@ -431,7 +431,7 @@ func (w *verifyWriter) write(r *verifyReport) {
 	if !r.OK {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w.out, "verified %d receipts, %d transitions, %d blocks in %.2fs: %s\n", receipts, r.Transitions, r.Blocks, r.Seconds, verdict)
+	fmt.Fprintf(w.out, "verified %s, %s, %s in %.2fs: %s\n", count(receipts, "receipt"), count(r.Transitions, "transition"), count(r.Blocks, "block"), r.Seconds, verdict)
 }
 
 func orDash(s string) string {
@@ -464,4 +464,12 @@ func addTrusted(storeDir string, k ed25519.PublicKey) error {
 		err = cerr
 	}
 	return err
+}
+
+// count writes n things, in the singular for one.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
