@@ -104,61 +104,28 @@ type closureBlock struct {
 // to go on); raw blocks, which hold the bytes of files, are read and
 // verified by a worker per core.
 func fetchClosure(ctx context.Context, st Store, roots []cid.Cid) <-chan closureBlock {
-	workers := max(2, runtime.GOMAXPROCS(0))
-	type job struct {
-		c   cid.Cid
-		out chan closureBlock
-	}
-	jobs := make(chan job, workers)
-	order := make(chan chan closureBlock, 4*workers)
-	results := make(chan closureBlock, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				j.out <- readBlock(ctx, st, j.c)
-			}
-		})
-	}
+	o := newOrdered[closureBlock](ctx, 4)
 	go func() { // walk, in order
-		defer close(order)
-		defer func() { close(jobs); wg.Wait() }()
+		defer o.done()
 		err := Walk(ctx, st, roots, &WalkOptions{SkipRawData: true}, func(c cid.Cid, data []byte) error {
-			out := make(chan closureBlock, 1)
+			var ok bool
 			if c.Type() == Raw {
-				jobs <- job{c: c, out: out} // workers take every job until jobs closes
+				ok = o.submit(func() closureBlock { return readBlock(ctx, st, c) })
 			} else {
 				buf := allocBlock(len(data)) // data is only valid inside the walk's View
 				copy(buf, data)
-				out <- closureBlock{cid: c, data: buf}
+				ok = o.ready(closureBlock{cid: c, data: buf})
 			}
-			select {
-			case order <- out:
-				return nil
-			case <-ctx.Done():
+			if !ok {
 				return ctx.Err()
 			}
+			return nil
 		})
 		if err != nil {
-			out := make(chan closureBlock, 1)
-			out <- closureBlock{err: err}
-			select {
-			case order <- out:
-			case <-ctx.Done():
-			}
+			o.ready(closureBlock{err: err})
 		}
 	}()
-	go func() { // collect, in order
-		defer close(results)
-		for out := range order {
-			select {
-			case results <- <-out:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return results
+	return o.results
 }
 
 // readBlock reads and verifies one block into a buffer of its own.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/ipfs/go-cid"
 )
@@ -114,8 +112,7 @@ func PutFile(ctx context.Context, st Store, r io.Reader, opts *PutOptions) (cid.
 		idx  = fileIndexBuilder{add: func(b Block) error { return w.Add(ctx, b) }}
 		size uint64
 	)
-	for ch := range chunks {
-		res := <-ch
+	for res := range chunks {
 		if res.err != nil {
 			cancel()
 			for range chunks { // let the reader stop
@@ -153,35 +150,18 @@ type chunkResult struct {
 	err   error
 }
 
-// hashChunks reads r in chunks and hashes them on all cores. It returns a
-// channel of per-chunk result channels in file order; the outer channel is
-// closed after the last chunk or the first error.
-func hashChunks(ctx context.Context, r io.Reader, pool *bufPool) <-chan chan chunkResult {
-	workers := runtime.GOMAXPROCS(0)
-	order := make(chan chan chunkResult, 4*workers)
-	type job struct {
-		data []byte
-		out  chan chunkResult
-	}
-	jobs := make(chan job, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				j.out <- chunkResult{block: NewBlock(Raw, j.data)}
-			}
-		})
-	}
+// hashChunks reads r in chunks and hashes them on all cores. It returns
+// the results in file order; the channel closes after the last chunk or
+// the first error.
+func hashChunks(ctx context.Context, r io.Reader, pool *bufPool) <-chan chunkResult {
+	o := newOrdered[chunkResult](ctx, 4)
 	go func() {
-		defer close(order)
-		defer func() { close(jobs); wg.Wait() }()
+		defer o.done()
 		for {
 			buf := pool.get()
 			n, err := io.ReadFull(r, buf)
 			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-				out := make(chan chunkResult, 1)
-				out <- chunkResult{err: fmt.Errorf("read: %w", err)}
-				order <- out
+				o.ready(chunkResult{err: fmt.Errorf("read: %w", err)})
 				return
 			}
 			if n == 0 { // end of input; an empty file has no chunks
@@ -195,19 +175,15 @@ func hashChunks(ctx context.Context, r io.Reader, pool *bufPool) <-chan chan chu
 				data = append([]byte(nil), data...)
 				pool.put(buf)
 			}
-			out := make(chan chunkResult, 1)
-			select {
-			case order <- out:
-			case <-ctx.Done():
+			if !o.submit(func() chunkResult { return chunkResult{block: NewBlock(Raw, data)} }) {
 				return
 			}
-			jobs <- job{data: data, out: out}
 			if n < ChunkSize {
 				return
 			}
 		}
 	}()
-	return order
+	return o.results
 }
 
 // fileIndexBuilder builds the balanced index of a file as its chunks

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/ipfs/go-cid"
 )
@@ -145,68 +143,37 @@ type fetched struct {
 // fetchChunks reads and verifies chunks on all cores and delivers them in
 // order.
 func fetchChunks(ctx context.Context, st Store, items <-chan fileItem, pool *bufPool) <-chan fetched {
-	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 {
-		workers = 2
-	}
-	type job struct {
-		c   cid.Cid
-		out chan fetched
-	}
-	jobs := make(chan job, workers)
-	order := make(chan chan fetched, 2*workers)
-	results := make(chan fetched, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				var f fetched
-				f.err = st.View(ctx, j.c, func(data []byte) error {
-					if len(data) > ChunkSize {
-						return fmt.Errorf("chunk %s: %d bytes, over %d: %w", j.c, len(data), ChunkSize, ErrInvalid)
-					}
-					buf := pool.get()[:len(data)]
-					copy(buf, data)
-					f.data = buf
-					return nil
-				})
-				if f.err == nil && f.data == nil {
-					f.err = errors.New("chunk " + j.c.String() + ": no data")
-				}
-				j.out <- f
+	o := newOrdered[fetched](ctx, 2)
+	fetch := func(c cid.Cid) fetched {
+		var f fetched
+		f.err = st.View(ctx, c, func(data []byte) error {
+			if len(data) > ChunkSize {
+				return fmt.Errorf("chunk %s: %d bytes, over %d: %w", c, len(data), ChunkSize, ErrInvalid)
 			}
+			buf := pool.get()[:len(data)]
+			copy(buf, data)
+			f.data = buf
+			return nil
 		})
+		if f.err == nil && f.data == nil {
+			f.err = errors.New("chunk " + c.String() + ": no data")
+		}
+		return f
 	}
 	go func() { // dispatch in order
-		defer close(order)
-		defer func() { close(jobs); wg.Wait() }()
+		defer o.done()
 		for it := range items {
-			out := make(chan fetched, 1)
+			var ok bool
 			if !it.chunk.Defined() {
-				out <- fetched{end: it.end}
+				ok = o.ready(fetched{end: it.end})
 			} else {
-				select {
-				case jobs <- job{c: it.chunk, out: out}:
-				case <-ctx.Done():
-					return
-				}
+				c := it.chunk
+				ok = o.submit(func() fetched { return fetch(c) })
 			}
-			select {
-			case order <- out:
-			case <-ctx.Done():
+			if !ok {
 				return
 			}
 		}
 	}()
-	go func() { // collect in order
-		defer close(results)
-		for out := range order {
-			select {
-			case results <- <-out:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return results
+	return o.results
 }
