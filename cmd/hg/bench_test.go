@@ -91,24 +91,8 @@ type benchRound struct {
 // file; its sub-benchmark 1GiB measures and reports the metrics; the table
 // of figures and targets is printed last, on its own lines.
 func BenchmarkHG(b *testing.B) {
-	if testing.Short() {
-		b.Skip("skipping the 1 GiB put/get benchmark in -short mode")
-	}
-	tmp, err := os.MkdirTemp("", "hg-bench-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if free, err := benchFreeBytes(tmp); err != nil {
-		b.Skipf("skipping the 1 GiB put/get benchmark: cannot tell the free disk space of %s: %v", tmp, err)
-	} else if free < benchMinFree {
-		b.Skipf("skipping the 1 GiB put/get benchmark: only %.1f GiB free in %s, it needs %d GiB",
-			float64(free)/(1<<30), tmp, benchMinFree>>30)
-	}
-
-	o := &benchOps{fileBench: fileBench{tmp: tmp, in: filepath.Join(tmp, "in.bin")}}
-	o.hg = benchBuildHG(b, tmp)
-	benchWriteFile(b, o.in, benchFileSize)
+	fb, hg := newFileBench(b, "put/get", "hg-bench-*", benchMinFree)
+	o := &benchOps{fileBench: fb, hg: hg}
 	o.dd, _ = exec.LookPath("dd")
 
 	var (
@@ -134,6 +118,31 @@ type benchOps struct {
 	cid    string // the file's hg CID, once known
 	store  string // the store of the last put
 	puts   int
+}
+
+// newFileBench skips in -short mode or without minFree bytes of disk,
+// and otherwise makes a temporary directory (removed at the end), builds
+// hg into it and writes the 1 GiB input file. what names the benchmark in
+// the skip messages.
+func newFileBench(b *testing.B, what, pattern string, minFree uint64) (fileBench, string) {
+	if testing.Short() {
+		b.Skipf("skipping the 1 GiB %s benchmark in -short mode", what)
+	}
+	tmp, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(tmp) })
+	if free, err := benchFreeBytes(tmp); err != nil {
+		b.Skipf("skipping the 1 GiB %s benchmark: cannot tell the free disk space of %s: %v", what, tmp, err)
+	} else if free < minFree {
+		b.Skipf("skipping the 1 GiB %s benchmark: only %.1f GiB free in %s, it needs %d GiB",
+			what, float64(free)/(1<<30), tmp, minFree>>30)
+	}
+	fb := fileBench{tmp: tmp, in: filepath.Join(tmp, "in.bin")}
+	hg := benchBuildHG(b, tmp)
+	benchWriteFile(b, fb.in, benchFileSize)
+	return fb, hg
 }
 
 // fileBench is the 1 GiB input file of a benchmark and the reference

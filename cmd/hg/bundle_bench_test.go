@@ -43,23 +43,8 @@ type bundleRound struct {
 // BenchmarkBundle measures hg bundle export and import of a 1 GiB file
 // against sha256 and an fsync'd copy of the same file.
 func BenchmarkBundle(b *testing.B) {
-	if testing.Short() {
-		b.Skip("skipping the 1 GiB bundle benchmark in -short mode")
-	}
-	tmp, err := os.MkdirTemp("", "hg-bundle-bench-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if free, err := benchFreeBytes(tmp); err != nil {
-		b.Skipf("skipping the 1 GiB bundle benchmark: cannot tell the free disk space of %s: %v", tmp, err)
-	} else if free < bundleBenchMinFree {
-		b.Skipf("skipping the 1 GiB bundle benchmark: only %.1f GiB free in %s, it needs %d GiB",
-			float64(free)/(1<<30), tmp, bundleBenchMinFree>>30)
-	}
-	o := &bundleOps{fileBench: fileBench{tmp: tmp, in: filepath.Join(tmp, "in.bin")}, car: filepath.Join(tmp, "out.car"), src: filepath.Join(tmp, "src")}
-	o.hg = benchBuildHG(b, tmp)
-	benchWriteFile(b, o.in, benchFileSize)
+	fb, hg := newFileBench(b, "bundle", "hg-bundle-bench-*", bundleBenchMinFree)
+	o := &bundleOps{fileBench: fb, hg: hg, car: filepath.Join(fb.tmp, "out.car"), src: filepath.Join(fb.tmp, "src")}
 	benchRun(b, nil, o.hg, "--store", o.src, "init")
 	o.cid = strings.TrimSpace(benchRun(b, nil, o.hg, "--store", o.src, "put", o.in).stdout)
 
