@@ -50,6 +50,9 @@ type NodeRecord struct {
 	Acceptance *cas.Link `cbor:"acceptance,omitempty"`
 	BlockedBy  *cas.Link `cbor:"blocked_by,omitempty"` // the HALT receipt upstream
 	Reason     string    `cbor:"reason"`
+	// Earlier holds the receipts of attempts that failed before a retry
+	// (hg resume --retry), oldest first.
+	Earlier []cas.Link `cbor:"earlier,omitempty"`
 }
 
 // Acceptance is the scheduler's independent check of a receipt.

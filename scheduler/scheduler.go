@@ -56,6 +56,11 @@ type Options struct {
 	// Events, if set, is told of every change of a node's state.
 	Events func(Event)
 	Now    func() time.Time
+	// Retry, for Execute of an existing run, runs its failed nodes again
+	// (a HALT, a rejected receipt, an engine error) and the nodes they
+	// blocked. A failed node's receipt moves to its Earlier list, so the
+	// record keeps every attempt. Done nodes never run again.
+	Retry bool
 }
 
 // Event is a change of a node's state.
@@ -270,8 +275,17 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 		}
 	}
 	for i := range rec.Nodes {
-		if rec.Nodes[i].State == dag.Cancelled {
-			rec.Nodes[i].State, rec.Nodes[i].Reason = dag.Pending, ""
+		n := &rec.Nodes[i]
+		switch {
+		case n.State == dag.Cancelled:
+			n.State, n.Reason = dag.Pending, ""
+		case s.opts.Retry && n.State == dag.Failed:
+			if n.Receipt != nil {
+				n.Earlier = append(n.Earlier, *n.Receipt)
+			}
+			n.State, n.Reason, n.Receipt, n.Acceptance = dag.Pending, "", nil, nil
+		case s.opts.Retry && n.State == dag.Blocked:
+			n.State, n.Reason, n.BlockedBy = dag.Pending, "", nil
 		}
 	}
 	rec.Status = StatusRunning

@@ -13,6 +13,7 @@ import (
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
 )
 
 const workorders = "../fixtures/workorders/"
@@ -278,5 +279,64 @@ func TestLargeRecordPages(t *testing.T) {
 	s2 := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key})
 	if rec, err := s2.Execute(ctx, plan, id); err != nil || rec.Status != scheduler.StatusDone || s2.Ran() != 0 {
 		t.Fatalf("resume: %v, ran %d", err, s2.Ran())
+	}
+}
+
+// Resuming with Retry runs failed nodes again, and the nodes they
+// blocked, keeping the failed attempt's receipt in Earlier; done nodes
+// never run again.
+func TestRetryFailedNodes(t *testing.T) {
+	st := memstore.New()
+	plan, err := scheduler.Load(workorders + "pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
+		return plan.Packages[inv.Node], nil
+	}}}
+	_, rec := run(t, st, "pipeline.json", scheduler.Options{Engine: engine})
+	if rec.Status != scheduler.StatusHalted {
+		t.Fatalf("first run: %s, want halted", rec.Status)
+	}
+	failed := map[string]cid.Cid{}
+	for _, n := range rec.Nodes {
+		if n.State == dag.Failed && n.Receipt != nil {
+			failed[n.Name] = n.Receipt.Cid
+		}
+	}
+	if len(failed) == 0 {
+		t.Fatal("no failed node with a receipt to retry")
+	}
+
+	// Without Retry, resuming keeps the failures.
+	ctx := context.Background()
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key})
+	again, err := s.Execute(ctx, plan, rec.Run)
+	if err != nil || again.Status != scheduler.StatusHalted || s.Ran() != 0 {
+		t.Fatalf("plain resume: %v %v, ran %d", again.Status, err, s.Ran())
+	}
+
+	s = scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Retry: true})
+	retried, err := s.Execute(ctx, plan, rec.Run)
+	if err != nil || retried.Status != scheduler.StatusDone {
+		t.Fatalf("retry: %v %v", retried.Status, err)
+	}
+	for _, n := range retried.Nodes {
+		if n.State != dag.Done {
+			t.Errorf("node %s is %s after the retry", n.Name, n.State)
+		}
+		if earlier, ok := failed[n.Name]; ok {
+			if len(n.Earlier) != 1 || n.Earlier[0].Cid != earlier || n.Attempts != 2 {
+				t.Errorf("node %s: earlier %v, attempts %d; want the failed receipt %s and 2 attempts", n.Name, n.Earlier, n.Attempts, earlier)
+			}
+		}
+	}
+	// The record with its earlier attempts is stored and verifies.
+	c, err := st.GetRef(ctx, scheduler.RefNamespace, rec.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verifyRun(t, st, c, runTrusted); !v.OK() {
+		t.Fatal("the retried run does not verify")
 	}
 }

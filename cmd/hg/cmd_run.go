@@ -55,7 +55,7 @@ Work Order (nothing runs).`,
 				}
 				return nil
 			}
-			return runPlan(cmd.Context(), g, plan, runID, false, jobs, noCache, asJSON, adapterSpec, model, &remote)
+			return runPlan(cmd.Context(), g, plan, runID, false, false, jobs, noCache, asJSON, adapterSpec, model, &remote)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -71,15 +71,20 @@ Work Order (nothing runs).`,
 
 func newResumeCmd(g *globals) *cobra.Command {
 	var (
-		jobs               int
-		noCache, asJSON    bool
-		adapterSpec, model string
-		remote             remoteFlags
+		jobs                   int
+		noCache, asJSON, retry bool
+		adapterSpec, model     string
+		remote                 remoteFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "resume RUN",
+		Use:   "resume RUN [--retry]",
 		Short: "finish a run that stopped; accepted nodes never run again",
-		Args:  exactArgs(1, "one RUN id"),
+		Long: `Finish a run that stopped (killed, cancelled, or halted): nodes whose
+acceptance was committed never run again; nodes that were running run again.
+With --retry, failed nodes (a HALT, a rejected receipt, an engine error) and
+the nodes they blocked run again too; each failed attempt's receipt stays in
+the record (hg status shows the attempts).`,
+		Args: exactArgs(1, "one RUN id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(true, commandLine(g.args))
 			if err != nil {
@@ -91,11 +96,12 @@ func newResumeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cleanup()
-			return runPlan(cmd.Context(), g, plan, args[0], true, jobs, noCache, asJSON, adapterSpec, model, &remote)
+			return runPlan(cmd.Context(), g, plan, args[0], true, retry, jobs, noCache, asJSON, adapterSpec, model, &remote)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "bypass the memo cache")
+	cmd.Flags().BoolVar(&retry, "retry", false, "run failed nodes again, and the nodes they blocked")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
@@ -103,7 +109,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags) error {
+func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume, retry bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags) error {
 	adapter, err := newAdapter(adapterSpec, model)
 	if err != nil {
 		return err
@@ -118,7 +124,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	}
 	total := len(plan.WorkOrder.Order)
 	done := 0
-	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter}
+	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter, Retry: retry}
 	// --nats and --trust (cmd_worker.go): remote workers and their keys.
 	closeRemote, err := remote.apply(&opts)
 	if err != nil {
