@@ -127,6 +127,7 @@ type Store struct {
 	readOnly bool
 	packs    *packs
 	wmu      sync.Mutex // one Put or Delete at a time: they share the pack being filled
+	wbuf     []byte     // under wmu: small blocks gathered for one pack write
 
 	mu     sync.RWMutex // guards closed against Close
 	closed bool
@@ -493,8 +494,14 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		var written []*os.File
 		var f *os.File
 		// Small blocks bound for the pack are gathered and written with
-		// one call; bufAt is the pack offset buf starts at.
-		var buf []byte
+		// one call; bufAt is the pack offset buf starts at. The buffer is
+		// kept for the next Put.
+		buf := s.wbuf[:0]
+		defer func() {
+			if cap(buf) <= 32<<20 {
+				s.wbuf = buf[:0]
+			}
+		}()
 		var bufAt uint64
 		flushBuf := func() error {
 			if len(buf) == 0 {
