@@ -354,6 +354,7 @@ type execution struct {
 	pkgCache map[string]pkgBlocks // by package directory
 
 	memoRun    map[string]memoHit  // accepted in this run, not yet written out
+	memoIndex  map[string]cid.Cid  // the store's memo entries when the run started
 	pages      *pageCache          // the stored pages of the record
 	queue      []string            // pending nodes whose needs are all done
 	waiting    map[string]int      // needs not yet done, by node
@@ -425,6 +426,9 @@ func (e *execution) emit(n *NodeRecord) {
 func (e *execution) run(ctx context.Context) (*Record, error) {
 	// Outputs of nodes accepted in an earlier process.
 	if err := e.loadDone(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.loadMemoIndex(ctx); err != nil {
 		return nil, err
 	}
 	results := make(chan result)
@@ -616,6 +620,29 @@ func (e *execution) blockBelow(name string) {
 }
 
 // loadDone reads the output documents of nodes done in an earlier process.
+// loadMemoIndex reads every memo entry of the store, once per run, so that
+// looking a node up costs a map access, not a transaction. Entries other
+// processes add during the run are not seen; that only costs a rerun.
+func (e *execution) loadMemoIndex(ctx context.Context) error {
+	if e.s.opts.NoCache {
+		return nil
+	}
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	refs, err := st.Refs(ctx, MemoNamespace)
+	if err != nil {
+		return err
+	}
+	e.memoIndex = make(map[string]cid.Cid, len(refs))
+	for _, r := range refs {
+		e.memoIndex[r.Name] = r.CID
+	}
+	return nil
+}
+
 func (e *execution) loadDone(ctx context.Context) error {
 	var done []*NodeRecord
 	for i := range e.rec.Nodes {
@@ -841,15 +868,16 @@ func (e *execution) engine() Engine {
 
 // memo looks the key up; a hit must still be an accepted PASS.
 func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
+	// The index, read once per run, spares a miss the store.
+	c, ok := e.memoIndex[key]
+	if !ok {
+		return memoHit{}, false
+	}
 	st, err := e.s.opts.Store.Open(ctx, true)
 	if err != nil {
 		return memoHit{}, false
 	}
 	defer st.Close()
-	c, err := st.GetRef(ctx, MemoNamespace, key)
-	if err != nil {
-		return memoHit{}, false
-	}
 	var acc Acceptance
 	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
 		return memoHit{}, false
