@@ -486,6 +486,16 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	// Inserting in key order was measured and gained nothing: bbolt
 	// applies the inserts to nodes in memory and lays out the pages at
 	// commit, whatever the order.
+	// Small blocks go to the pack only in a Put with enough of them to
+	// be worth the pack's fsync: a single invocation's few blocks stay
+	// inline, a scheduler's commit of thousands goes to the pack.
+	smallBytes := 0
+	for _, b := range blocks {
+		if n := len(b.Data()); n >= packMin && n < packBuffered {
+			smallBytes += n
+		}
+	}
+	packSmall := smallBytes >= packSmallMin
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		cur := currentPack(tx)
@@ -524,7 +534,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			}
 			data := b.Data()
 			inserted++
-			if len(data) < packMin {
+			if len(data) < packMin || len(data) < packBuffered && !packSmall {
 				if err := bk.Put(k, inlineValue(data)); err != nil {
 					return fmt.Errorf("put block %s: %w", b.CID(), err)
 				}

@@ -28,14 +28,19 @@ import (
 // hundred bytes under random keys, and kept inline they make every commit
 // rewrite leaves all over a tree that grows with the store. In a pack they
 // cost the tree a location of a dozen bytes, so the tree stays about
-// eight times smaller. Only blocks too small to be worth a location stay
-// inline.
+// eight times smaller. Blocks too small to be worth a location stay
+// inline, and so do the small blocks of a Put too small to be worth a
+// pack fsync (a single invocation's ledger).
 const (
 	// packMin is the smallest block stored in a pack file.
 	packMin = 128
 	// packBuffered: blocks below this size are gathered and written to
 	// the pack with one call per Put.
 	packBuffered = 64 << 10
+	// packSmallMin: a Put packs its small blocks (packMin to
+	// packBuffered) only when they add up to this much; fewer stay
+	// inline, sparing a small Put the pack's fsync.
+	packSmallMin = 256 << 10
 	packDir      = "packs"
 )
 

@@ -150,3 +150,63 @@ func TestPackedCorruption(t *testing.T) {
 		t.Fatalf("get: %v, want a CorruptError", err)
 	}
 }
+
+// packedSize is how many bytes the store's packs hold.
+func packedSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range packFiles(t, dir) {
+		fi, err := os.Stat(filepath.Join(dir, packDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// Small blocks go to a pack in a Put that holds enough of them to be
+// worth the pack's fsync, and stay inline in a small Put; either way
+// they read back, and damage to a packed one is found.
+func TestSmallBlocksPackedInBigPuts(t *testing.T) {
+	ctx := context.Background()
+	s, dir := newStore(t)
+	few := []cas.Block{bigBlock(1, 1000), bigBlock(2, 1000), bigBlock(3, 1000)}
+	if err := s.Put(ctx, few...); err != nil {
+		t.Fatal(err)
+	}
+	if n := packedSize(t, dir); n != 0 {
+		t.Fatalf("a Put of 3 KiB wrote %d bytes to packs; want them inline", n)
+	}
+	var many []cas.Block
+	total := 0
+	for i := range 400 {
+		b := bigBlock(byte(i), 1000+i)
+		many = append(many, b)
+		total += len(b.Data())
+	}
+	if err := s.Put(ctx, many...); err != nil {
+		t.Fatal(err)
+	}
+	if n := packedSize(t, dir); n != int64(total) {
+		t.Fatalf("a Put of %d bytes of small blocks wrote %d bytes to packs; want all of them", total, n)
+	}
+	for _, b := range append(few, many...) {
+		got, err := s.Get(ctx, b.CID())
+		if err != nil || !bytes.Equal(got, b.Data()) {
+			t.Fatalf("get %s: %v", b.CID(), err)
+		}
+	}
+	s.Close()
+	if err := Corrupt(dir, many[7].CID(), 3); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, many[7].CID()); !errors.Is(err, cas.ErrCorrupt) {
+		t.Fatalf("get of a damaged packed small block: %v, want ErrCorrupt", err)
+	}
+}
