@@ -224,18 +224,25 @@ func (t *tamperingEngine) Invoke(ctx context.Context, inv scheduler.Invocation) 
 	return t.Local.Invoke(ctx, inv)
 }
 
+// pipelineTampering loads the pipeline Work Order and returns its plan
+// and a tampering engine for it.
+func pipelineTampering(t *testing.T) (*scheduler.Plan, *tamperingEngine) {
+	t.Helper()
+	plan, err := scheduler.Load(workorders + "pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
+		return plan.Packages[inv.Node], nil
+	}}}
+}
+
 // A trusted engine that does other work than the node asked for (here, on
 // another input) gets no acceptance: the receipt is valid, but not for
 // this node.
 func TestEngineDoingOtherWorkRejected(t *testing.T) {
 	st := memstore.New()
-	plan, err := scheduler.Load(workorders + "pipeline.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
-		return plan.Packages[inv.Node], nil
-	}}}
+	_, engine := pipelineTampering(t)
 	_, rec := run(t, st, "pipeline.json", scheduler.Options{Engine: engine})
 	for _, n := range rec.Nodes {
 		if n.Name == "seed" && (n.State != dag.Failed || !strings.Contains(n.Reason, "same work")) {
@@ -287,13 +294,7 @@ func TestLargeRecordPages(t *testing.T) {
 // never run again.
 func TestRetryFailedNodes(t *testing.T) {
 	st := memstore.New()
-	plan, err := scheduler.Load(workorders + "pipeline.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := &tamperingEngine{scheduler.Local{Key: key, Package: func(inv scheduler.Invocation) (*haygent.Package, error) {
-		return plan.Packages[inv.Node], nil
-	}}}
+	plan, engine := pipelineTampering(t)
 	_, rec := run(t, st, "pipeline.json", scheduler.Options{Engine: engine})
 	if rec.Status != scheduler.StatusHalted {
 		t.Fatalf("first run: %s, want halted", rec.Status)
