@@ -168,7 +168,7 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 	if err != nil {
 		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
 	}
-	rec, err := loadRecordAt(ctx, st, c)
+	rec, err := LoadRecordAt(ctx, st, c)
 	if err != nil {
 		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
 	}
@@ -177,10 +177,6 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 
 // LoadRecordAt reads the run record whose root is c, as a bundle holds it.
 func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error) {
-	return loadRecordAt(ctx, st, c)
-}
-
-func loadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error) {
 	var root storedRecord
 	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &root) }); err != nil {
 		return nil, fmt.Errorf("record %s: %w", c, err)

@@ -619,7 +619,6 @@ func (e *execution) blockBelow(name string) {
 	}
 }
 
-// loadDone reads the output documents of nodes done in an earlier process.
 // loadMemoIndex reads every memo entry of the store, once per run, so that
 // looking a node up costs a map access, not a transaction. Entries other
 // processes add during the run are not seen; that only costs a rerun.
@@ -643,6 +642,7 @@ func (e *execution) loadMemoIndex(ctx context.Context) error {
 	return nil
 }
 
+// loadDone reads the output documents of nodes done in an earlier process.
 func (e *execution) loadDone(ctx context.Context) error {
 	var done []*NodeRecord
 	for i := range e.rec.Nodes {
@@ -946,8 +946,9 @@ func (e *execution) apply(batch []result) {
 	}
 }
 
-// commit writes the blocks of finished nodes, their memo entries and the
-// run record in one short transaction.
+// commit writes out finished nodes: their blocks and the changed pages of
+// the run record in as few transactions as the writer's batches allow,
+// then every memo entry and the run's new root in one more.
 func (e *execution) commit(ctx context.Context, batch []result) error {
 	ctx = context.WithoutCancel(ctx)
 	st, err := e.s.opts.Store.Open(ctx, false)
@@ -955,8 +956,18 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 		return err
 	}
 	defer st.Close()
-	// The blocks first, without the lock: only this loop holds them, and
-	// running nodes go on meanwhile.
+	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
+		e.cancel() // hg cancel from another process
+	}
+	e.mu.Lock()
+	e.rec.Updated = e.s.stamp()
+	pages, ref, err := e.encodeRecord(ctx)
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The batch's blocks are the main loop's alone: no lock while they
+	// are written, so running nodes go on.
 	w := cas.NewWriter(st)
 	var refs []cas.Ref
 	for _, r := range batch {
@@ -969,22 +980,12 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 			refs = append(refs, cas.Ref{NS: MemoNamespace, Name: r.memoKey, CID: r.accept})
 		}
 	}
+	for _, b := range pages {
+		if err := w.Add(ctx, b); err != nil {
+			return err
+		}
+	}
 	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
-		e.cancel() // hg cancel from another process
-	}
-	e.mu.Lock()
-	e.rec.Updated = e.s.stamp()
-	blocks, ref, err := e.encodeRecord(ctx)
-	e.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	// The record's pages, then every ref in one transaction: the memo
-	// entries and the run's new root.
-	if err := st.Put(ctx, blocks...); err != nil {
 		return err
 	}
 	return st.SetRefs(ctx, append(refs, ref)...)

@@ -36,20 +36,22 @@ func blockIndex(blocks []cas.Block) map[cid.Cid]cas.Block {
 // Has implements [cas.Store].
 func (s *staging) Has(ctx context.Context, c cid.Cid) (bool, error) {
 	if _, ok := s.base[c]; ok {
-		return ctx.Err() == nil, ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
 	return s.Store.Has(ctx, c)
 }
 
 // Get implements [cas.Store].
 func (s *staging) Get(ctx context.Context, c cid.Cid) ([]byte, error) {
-	if b, ok := s.base[c]; ok {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		return slices.Clone(b.Data()), nil
-	}
-	return s.Store.Get(ctx, c)
+	var out []byte
+	err := s.View(ctx, c, func(data []byte) error {
+		out = slices.Clone(data)
+		return nil
+	})
+	return out, err
 }
 
 // View implements [cas.Store].

@@ -113,7 +113,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		opts = &VerifyOptions{}
 	}
 	v := &RunVerification{Record: c}
-	rec, err := loadRecordAt(ctx, st, c)
+	rec, err := LoadRecordAt(ctx, st, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
