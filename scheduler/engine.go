@@ -72,7 +72,7 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	}
 	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
 		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, PackageCID: inv.Package,
-		RunID: inv.Run + "/" + inv.Node, Upstream: inv.Upstream, CheckUpstream: inv.Check,
+		RunID: NodeRunID(inv.Run, inv.Node), Upstream: inv.Upstream, CheckUpstream: inv.Check,
 	})
 	if err != nil {
 		return Outcome{}, err
@@ -83,3 +83,7 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	}
 	return Outcome{Receipt: out.ReceiptCID, Blocks: blocks}, nil
 }
+
+// NodeRunID is the run id of a node's invocation, as its receipt records
+// it: the run's id and the node's name.
+func NodeRunID(run, node string) string { return run + "/" + node }

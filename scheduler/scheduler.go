@@ -1022,20 +1022,7 @@ func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
 // done and no node the required ones depend on is pending, active or
 // blocked.
 func (e *execution) settle(ctx context.Context) (*Record, error) {
-	wo := e.plan.WorkOrder
-	// The mandatory nodes: the required ones and everything they need,
-	// in one walk.
-	mandatory := map[string]bool{}
-	stack := wo.Required()
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if mandatory[n] {
-			continue
-		}
-		mandatory[n] = true
-		stack = append(stack, wo.Upstream(n)...)
-	}
+	mandatory := mandatoryNodes(e.plan.WorkOrder)
 	if ctx.Err() != nil {
 		for i := range e.rec.Nodes {
 			if n := &e.rec.Nodes[i]; n.State == dag.Pending || n.State == dag.Ready || n.State == dag.Blocked {
@@ -1071,4 +1058,20 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 		return nil, err
 	}
 	return e.rec, nil
+}
+
+// mandatoryNodes returns the nodes a run's outcome needs: the required
+// ones and everything they need, in one walk.
+func mandatoryNodes(wo *dag.WorkOrder) map[string]bool {
+	mandatory := map[string]bool{}
+	stack := wo.Required()
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !mandatory[n] {
+			mandatory[n] = true
+			stack = append(stack, wo.Upstream(n)...)
+		}
+	}
+	return mandatory
 }

@@ -221,16 +221,7 @@ func sameNodes(rec *Record, wo *dag.WorkOrder) error {
 
 // outcomeCheck recomputes the run's outcome from its nodes' states.
 func outcomeCheck(rec *Record, wo *dag.WorkOrder) haygent.Check {
-	mandatory := map[string]bool{}
-	stack := wo.Required()
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if !mandatory[n] {
-			mandatory[n] = true
-			stack = append(stack, wo.Upstream(n)...)
-		}
-	}
+	mandatory := mandatoryNodes(wo)
 	var stuck []string
 	for _, n := range rec.Nodes {
 		if mandatory[n.Name] && n.State != dag.Done {
@@ -334,8 +325,8 @@ func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo 
 		c.Detail = fmt.Sprintf("the receipt ran package %s, the work order names %s", r.Package.Cid, pkg)
 		return c, nil
 	}
-	if !n.Memo && r.Run != rec.Run+"/"+n.Name {
-		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", r.Run, rec.Run+"/"+n.Name)
+	if want := NodeRunID(rec.Run, n.Name); !n.Memo && r.Run != want {
+		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", r.Run, want)
 		return c, nil
 	}
 	// The upstream receipts the input was built from, and the outputs
