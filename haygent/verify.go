@@ -554,9 +554,6 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 		return nil
 	}
 	v.Run, v.Status = r.Run, r.Status
-	// The signature is checked on another core while the chain is read.
-	sig := make(chan error, 1)
-	go func() { sig <- r.VerifySignature() }()
 
 	// Read the chain, head first, and everything each transition links.
 	chain, chainProbs, complete, err := vr.readChain(&r)
@@ -580,7 +577,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 
 	vr.checkChain(&r, chain, chainProbs, complete)
 	vr.checkIndex(&r, chain, complete)
-	vr.checkSignature(&r, <-sig, trusted)
+	vr.checkSignature(&r, trusted)
 
 	specs, compiled, pkgCheck, err := vr.packageGates(&r)
 	if err != nil {
@@ -938,13 +935,13 @@ func summarizeList(list []string) string {
 	return fmt.Sprintf("%s, %s and %d more", list[0], list[1], len(list)-2)
 }
 
-func (vr *verifier) checkSignature(r *Receipt, sigErr error, trusted []ed25519.PublicKey) {
+func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
 	signer := "(none)"
 	if len(r.Signer) == ed25519.PublicKeySize {
 		signer = FormatPublicKey(ed25519.PublicKey(r.Signer))
 	}
-	if sigErr != nil {
-		vr.add(fail(CheckSignature, "signature by %s: %v", signer, sigErr))
+	if err := r.VerifySignature(); err != nil {
+		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
 	} else {
 		vr.add(Check{Name: CheckSignature, OK: true, Detail: "signed by " + signer})
 	}
