@@ -761,11 +761,9 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 	case "digest_equal":
 		a, okA := pointerGet(r.state, str("a"))
 		b, okB := pointerGet(r.state, str("b"))
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
-		da, db := sha256.Sum256(ja), sha256.Sum256(jb)
+		da, db := SubjectDigest(a), SubjectDigest(b)
 		link, err := r.observe(s.ID, evidence.KindDigest, "step:"+s.ID, map[string]any{
-			"a": hex.EncodeToString(da[:]), "b": hex.EncodeToString(db[:]), "equal": okA && okB && da == db,
+			"a": da, "b": db, "equal": okA && okB && da == db,
 		})
 		if err != nil {
 			return nil, err
