@@ -216,39 +216,22 @@ func replayErr(err error) error {
 // a receipt or a run record.
 func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarget, error) {
 	var t replayTarget
-	if isRunID(arg) {
-		rec, c, err := scheduler.LoadRecord(ctx, st, arg)
-		if err != nil {
-			return t, err
-		}
-		t.run, t.record = rec, c
-	} else {
-		c, err := resolve(ctx, st, arg)
-		if err != nil {
-			return t, err
-		}
-		data, err := st.Get(ctx, c)
-		if err != nil {
-			return t, err
-		}
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			return t, fmt.Errorf("%s: %w", c, err)
-		}
-		m, _ := n.(map[string]any)
-		switch typ, _ := m["type"].(string); typ {
-		case haygent.TypeReceipt:
-			t.receipt = c
-			return t, nil
-		case scheduler.TypeRun:
-			if t.run, err = scheduler.LoadRecordAt(ctx, st, c); err != nil {
-				return t, fmt.Errorf("run record %s: %w", c, err)
-			}
-			t.record = c
-		default:
-			return t, fmt.Errorf("%s is %s, neither a receipt nor a run record", c, orQuoted(typ))
-		}
+	c, err := resolveRoot(ctx, st, arg)
+	if err != nil {
+		return t, err
 	}
+	typ, err := ledgerType(ctx, st, c)
+	if err != nil {
+		return t, err
+	}
+	if typ == haygent.TypeReceipt {
+		t.receipt = c
+		return t, nil
+	}
+	if t.run, err = scheduler.LoadRecordAt(ctx, st, c); err != nil {
+		return t, fmt.Errorf("run record %s: %w", c, err)
+	}
+	t.record = c
 	// The run's topological order: the waves of its stored Work Order.
 	var obj dag.Object
 	if err := st.View(ctx, t.run.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
@@ -279,11 +262,4 @@ func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarg
 	slices.Sort(rest)
 	t.order = append(t.order, rest...)
 	return t, nil
-}
-
-func orQuoted(typ string) string {
-	if typ == "" {
-		return "an untyped block"
-	}
-	return fmt.Sprintf("a %q", typ)
 }

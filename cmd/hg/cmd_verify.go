@@ -149,12 +149,8 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 			}
 			trusted = append(trusted, own...)
 			return g.withStore(true, func(st cas.Store) error {
-				var c cid.Cid
-				if isRunID(args[0]) {
-					if c, err = st.GetRef(ctx, scheduler.RefNamespace, args[0]); err != nil {
-						return fmt.Errorf("run %s: %w", args[0], err)
-					}
-				} else if c, err = resolve(ctx, st, args[0]); err != nil {
+				c, err := resolveRoot(ctx, st, args[0])
+				if err != nil {
 					return err
 				}
 				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON)
@@ -179,11 +175,7 @@ func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, erro
 	defer f.Close()
 	res, err := cas.ImportCAR(ctx, st, f, nil)
 	if err != nil {
-		var ce *cas.CARError
-		if errors.As(err, &ce) || errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotCanonical) || errors.Is(err, cas.ErrBadCAR) {
-			return nil, integrityError{msg: fmt.Sprintf("bundle %s: %v", path, err)}
-		}
-		return nil, fmt.Errorf("bundle %s: %w", path, err)
+		return nil, importError(path, err)
 	}
 	roots := make([]cid.Cid, len(res.Roots))
 	for i, r := range res.Roots {
@@ -199,7 +191,7 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 	start := time.Now()
 	var report verifyReport
 	for _, c := range targets {
-		typ, err := objectType(ctx, st, c)
+		typ, err := ledgerType(ctx, st, c)
 		if err != nil {
 			return err
 		}
@@ -212,14 +204,12 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 				return err
 			}
 			report.addRun(v)
-		case haygent.TypeReceipt:
+		default: // a receipt
 			vs, err := haygent.VerifyReceiptChain(ctx, st, c, trusted)
 			if err != nil {
 				return err
 			}
 			report.addReceipts(vs)
-		default:
-			return usageError{fmt.Errorf("%s is a %q: hg verify takes a receipt (%s) or a run record (%s)", c, typ, haygent.TypeReceipt, scheduler.TypeRun)}
 		}
 	}
 	report.Seconds = time.Since(start).Seconds()
@@ -246,25 +236,34 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 	return nil
 }
 
-// objectType reads the "type" of the object c names.
-func objectType(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
-	if c.Type() != cas.DagCBOR {
-		return "", usageError{fmt.Errorf("%s is not an hg object (codec 0x%x)", c, c.Type())}
-	}
-	var typ string
-	err := st.View(ctx, c, func(data []byte) error {
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			return err
+// ledgerType says whether c names a receipt or a run record, the two
+// things hg verify and hg replay take; anything else is an error.
+func ledgerType(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
+	typ := ""
+	if c.Type() == cas.DagCBOR {
+		err := st.View(ctx, c, func(data []byte) error {
+			n, err := cas.DecodeNode(data)
+			if err != nil {
+				return err
+			}
+			m, _ := n.(map[string]any)
+			typ, _ = m["type"].(string)
+			return nil
+		})
+		if errors.Is(err, cas.ErrNotFound) {
+			return "", fmt.Errorf("%s is not in the store or bundle: %w", c, err)
 		}
-		m, _ := n.(map[string]any)
-		typ, _ = m["type"].(string)
-		return nil
-	})
-	if errors.Is(err, cas.ErrNotFound) {
-		return "", fmt.Errorf("%s is not in the store or bundle: %w", c, err)
+		if err != nil {
+			return "", err
+		}
 	}
-	return typ, err
+	switch typ {
+	case haygent.TypeReceipt, scheduler.TypeRun:
+		return typ, nil
+	case "":
+		return "", fmt.Errorf("%s is not an hg object, neither a receipt nor a run record", c)
+	}
+	return "", fmt.Errorf("%s is a %q, neither a receipt nor a run record", c, typ)
 }
 
 // verifyReport is what hg verify prints, as a table or as JSON.
