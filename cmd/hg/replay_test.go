@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/tamper"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -54,7 +53,7 @@ func cmdForgeLedger(ts *testscript.TestScript, neg bool, args []string) {
 	key, err := haygent.LoadKey(keyPath(storeDir(ts)))
 	ts.Check(err)
 	forged := false
-	nc, err := forgeLedger(ctx, st, c, key, func(typ string, n map[string]any) {
+	nc, err := tamper.Rewrite(ctx, st, c, key, func(typ string, n map[string]any) {
 		if typ == haygent.TypeEvidence && n["step"] == args[2] && !forged {
 			n["data"].(map[string]any)["forged"] = true
 			forged = true
@@ -65,104 +64,6 @@ func cmdForgeLedger(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no evidence of step %s in %s", args[2], c)
 	}
 	ts.Check(st.SetPin(ctx, args[1], nc))
-}
-
-// forgeLedger rewrites the ledger of receipt: edit sees every transition,
-// evidence, gate result, slot call and packet as a data-model map, parents
-// after children; changed records are stored and re-linked up to a new
-// receipt signed with key.
-func forgeLedger(ctx context.Context, st cas.Store, receipt cid.Cid, key ed25519.PrivateKey, edit func(typ string, node map[string]any)) (cid.Cid, error) {
-	records := map[string]bool{haygent.TypeTransition: true, haygent.TypeEvidence: true, haygent.TypeGate: true,
-		haygent.TypeSlotCall: true, haygent.TypePacket: true, haygent.TypeReceipt: true}
-	done := map[cid.Cid]cid.Cid{}
-	var relink func(v any) (any, error)
-	relink = func(v any) (any, error) {
-		switch x := v.(type) {
-		case cid.Cid:
-			if n, ok := done[x]; ok || x.Type() != cas.DagCBOR {
-				if !ok {
-					n = x
-				}
-				return n, nil
-			}
-			done[x] = x // a cycle cannot be, but a link never loops here
-			data, err := st.Get(ctx, x)
-			if err != nil {
-				return nil, err
-			}
-			node, err := cas.DecodeNode(data)
-			if err != nil {
-				return nil, err
-			}
-			m, ok := node.(map[string]any)
-			typ, _ := m["type"].(string)
-			if !ok || !records[typ] {
-				return x, nil
-			}
-			nv, err := relink(m)
-			if err != nil {
-				return nil, err
-			}
-			m = nv.(map[string]any)
-			edit(typ, m)
-			var b cas.Block
-			if typ == haygent.TypeReceipt {
-				delete(m, "signature")
-				enc, err := cas.EncodeNode(m)
-				if err != nil {
-					return nil, err
-				}
-				var rc haygent.Receipt
-				if err := cas.Unmarshal(enc, &rc); err != nil {
-					return nil, err
-				}
-				if err := rc.Sign(key); err != nil {
-					return nil, err
-				}
-				if enc, err = cas.Marshal(&rc); err != nil {
-					return nil, err
-				}
-				b = cas.NewBlock(cas.DagCBOR, enc)
-			} else {
-				enc, err := cas.EncodeNode(m)
-				if err != nil {
-					return nil, err
-				}
-				b = cas.NewBlock(cas.DagCBOR, enc)
-			}
-			if err := st.Put(ctx, b); err != nil {
-				return nil, err
-			}
-			done[x] = b.CID()
-			return b.CID(), nil
-		case map[string]any:
-			out := make(map[string]any, len(x))
-			for k, e := range x {
-				ne, err := relink(e)
-				if err != nil {
-					return nil, err
-				}
-				out[k] = ne
-			}
-			return out, nil
-		case []any:
-			out := make([]any, len(x))
-			for i, e := range x {
-				ne, err := relink(e)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = ne
-			}
-			return out, nil
-		}
-		return v, nil
-	}
-	nc, err := relink(receipt)
-	if err != nil {
-		return cid.Undef, err
-	}
-	return nc.(cid.Cid), nil
 }
 
 // TestReplayRunRecord runs a small Work Order and replays it node by node,

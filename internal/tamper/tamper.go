@@ -75,9 +75,9 @@ func Apply(ctx context.Context, st cas.Store, kind string, receipt, donor cid.Ci
 		}
 		return receipt, st.Delete(ctx, r.Evidence[0].Cid)
 	case "change-gate":
-		return t.changeGate(r, chain)
+		return t.changeGate(receipt, r)
 	case "approval-late":
-		return t.approvalLate(r, chain)
+		return t.approvalLate(receipt)
 	}
 	return cid.Undef, fmt.Errorf("unknown tampering %q (known: %v)", kind, Kinds)
 }
@@ -146,7 +146,7 @@ func (t *tamperer) sign(r *haygent.Receipt) (cid.Cid, error) {
 // changeGate stores the receipt's package with every gate predicate made
 // stricter and points the receipt and its chain at it, as if the package
 // had been edited after the run and the receipt re-signed.
-func (t *tamperer) changeGate(r *haygent.Receipt, chain []haygent.Transition) (cid.Cid, error) {
+func (t *tamperer) changeGate(receipt cid.Cid, r *haygent.Receipt) (cid.Cid, error) {
 	dir, err := os.MkdirTemp("", "hg-tamper-*")
 	if err != nil {
 		return cid.Undef, err
@@ -172,42 +172,137 @@ func (t *tamperer) changeGate(r *haygent.Receipt, chain []haygent.Transition) (c
 	if err != nil {
 		return cid.Undef, err
 	}
-	r.Package = cas.Link{Cid: pkg}
-	for i := range chain {
-		chain[i].Package = r.Package
-	}
-	return t.relink(r, chain)
+	return Rewrite(t.ctx, t.st, receipt, t.key, func(typ string, n map[string]any) {
+		if typ == haygent.TypeTransition || typ == haygent.TypeReceipt {
+			n["package"] = pkg
+		}
+	})
 }
 
 // approvalLate moves the time of use of the first approval past its
 // expiry while it stays recorded as valid.
-func (t *tamperer) approvalLate(r *haygent.Receipt, chain []haygent.Transition) (cid.Cid, error) {
-	for i, tr := range chain {
-		for j, l := range tr.Evidence {
-			var ev haygent.Evidence
-			if err := t.load(l.Cid, &ev); err != nil {
-				return cid.Undef, err
-			}
-			if ev.Kind != "approval" {
-				continue
-			}
-			exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev.Data["expires_at"]))
-			if err != nil {
-				return cid.Undef, fmt.Errorf("approval-late: %v", err)
-			}
-			ev.ObservedAt = exp.Add(time.Minute).UTC().Format(time.RFC3339Nano)
-			nl, err := t.put(&ev)
-			if err != nil {
-				return cid.Undef, err
-			}
-			for k, rl := range r.Evidence {
-				if rl.Cid == l.Cid {
-					r.Evidence[k] = nl
-				}
-			}
-			chain[i].Evidence[j] = nl
-			return t.relink(r, chain)
+func (t *tamperer) approvalLate(receipt cid.Cid) (cid.Cid, error) {
+	var bad error
+	moved := false
+	c, err := Rewrite(t.ctx, t.st, receipt, t.key, func(typ string, n map[string]any) {
+		if typ != haygent.TypeEvidence || n["kind"] != "approval" || moved {
+			return
 		}
+		data, _ := n["data"].(map[string]any)
+		exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(data["expires_at"]))
+		if err != nil {
+			bad = fmt.Errorf("approval-late: %v", err)
+			return
+		}
+		n["observed_at"] = exp.Add(time.Minute).UTC().Format(time.RFC3339Nano)
+		moved = true
+	})
+	switch {
+	case err != nil:
+		return cid.Undef, err
+	case bad != nil:
+		return cid.Undef, bad
+	case !moved:
+		return cid.Undef, fmt.Errorf("approval-late: the chain records no approval")
 	}
-	return cid.Undef, fmt.Errorf("approval-late: the chain records no approval")
+	return c, nil
+}
+
+// Rewrite rewrites the ledger of receipt as someone holding key could:
+// edit sees every transition, evidence, gate result, slot call, packet
+// and the receipt as a data-model map, children before parents; every
+// record is stored again, re-linked, up to a new receipt signed with key,
+// whose CID it returns.
+func Rewrite(ctx context.Context, st cas.Store, receipt cid.Cid, key ed25519.PrivateKey, edit func(typ string, node map[string]any)) (cid.Cid, error) {
+	records := map[string]bool{haygent.TypeTransition: true, haygent.TypeEvidence: true, haygent.TypeGate: true,
+		haygent.TypeSlotCall: true, haygent.TypePacket: true, haygent.TypeReceipt: true}
+	done := map[cid.Cid]cid.Cid{}
+	var relink func(v any) (any, error)
+	relink = func(v any) (any, error) {
+		switch x := v.(type) {
+		case cid.Cid:
+			if n, ok := done[x]; ok || x.Type() != cas.DagCBOR {
+				if !ok {
+					n = x
+				}
+				return n, nil
+			}
+			done[x] = x // a cycle cannot be, but a link never loops here
+			data, err := st.Get(ctx, x)
+			if err != nil {
+				return nil, err
+			}
+			node, err := cas.DecodeNode(data)
+			if err != nil {
+				return nil, err
+			}
+			m, ok := node.(map[string]any)
+			typ, _ := m["type"].(string)
+			if !ok || !records[typ] {
+				return x, nil
+			}
+			nv, err := relink(m)
+			if err != nil {
+				return nil, err
+			}
+			m = nv.(map[string]any)
+			edit(typ, m)
+			var b cas.Block
+			if typ == haygent.TypeReceipt {
+				delete(m, "signature")
+				enc, err := cas.EncodeNode(m)
+				if err != nil {
+					return nil, err
+				}
+				var rc haygent.Receipt
+				if err := cas.Unmarshal(enc, &rc); err != nil {
+					return nil, err
+				}
+				if err := rc.Sign(key); err != nil {
+					return nil, err
+				}
+				if enc, err = cas.Marshal(&rc); err != nil {
+					return nil, err
+				}
+				b = cas.NewBlock(cas.DagCBOR, enc)
+			} else {
+				enc, err := cas.EncodeNode(m)
+				if err != nil {
+					return nil, err
+				}
+				b = cas.NewBlock(cas.DagCBOR, enc)
+			}
+			if err := st.Put(ctx, b); err != nil {
+				return nil, err
+			}
+			done[x] = b.CID()
+			return b.CID(), nil
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				ne, err := relink(e)
+				if err != nil {
+					return nil, err
+				}
+				out[k] = ne
+			}
+			return out, nil
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				ne, err := relink(e)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = ne
+			}
+			return out, nil
+		}
+		return v, nil
+	}
+	nc, err := relink(receipt)
+	if err != nil {
+		return cid.Undef, err
+	}
+	return nc.(cid.Cid), nil
 }
