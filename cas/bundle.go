@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/ipfs/go-cid"
 	mh "github.com/multiformats/go-multihash"
@@ -286,8 +284,7 @@ func (imp *importer) load(ctx context.Context, cr *CARReader) error {
 		}
 		return err
 	}
-	for ch := range order {
-		s := <-ch
+	for s := range order {
 		if s.err != nil {
 			return fail(s.err)
 		}
@@ -457,51 +454,32 @@ type checkedSection struct {
 }
 
 // checkSections reads the sections of cr and checks them on all cores. It
-// returns a channel of per-section result channels in file order, closed
-// after the last section or the first error of the reader.
-func checkSections(ctx context.Context, cr *CARReader) <-chan chan checkedSection {
-	workers := runtime.GOMAXPROCS(0)
-	order := make(chan chan checkedSection, 4*workers)
-	type job struct {
-		s   Section
-		end int64
-		out chan checkedSection
-	}
-	jobs := make(chan job, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				r := checkSection(j.s)
-				r.end = j.end
-				j.out <- r
-			}
-		})
-	}
+// returns the results in file order, closed after the last section or the
+// first error of the reader.
+func checkSections(ctx context.Context, cr *CARReader) <-chan checkedSection {
+	o := newOrdered[checkedSection](ctx, 4)
 	go func() {
-		defer close(order)
-		defer func() { close(jobs); wg.Wait() }()
+		defer o.done()
 		for {
 			s, err := cr.next(allocBlock)
 			if err == io.EOF {
 				return
 			}
-			out := make(chan checkedSection, 1)
 			if err != nil {
-				out <- checkedSection{err: err}
-			}
-			select {
-			case order <- out:
-			case <-ctx.Done():
+				o.ready(checkedSection{err: err})
 				return
 			}
-			if err != nil {
+			end := cr.Offset()
+			if !o.submit(func() checkedSection {
+				r := checkSection(s)
+				r.end = end
+				return r
+			}) {
 				return
 			}
-			jobs <- job{s: s, end: cr.Offset(), out: out} // workers take every job until jobs closes
 		}
 	}()
-	return order
+	return o.results
 }
 
 // checkSection checks a section's block against its CID and, for an hg
