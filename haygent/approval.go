@@ -73,7 +73,7 @@ func NewApproval(key ed25519.PrivateKey, subject, decision string, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	a.Signature = base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, msg))
+	a.Signature = base64.RawURLEncoding.EncodeToString(sign(key, msg))
 	return a, nil
 }
 
@@ -133,7 +133,7 @@ func checkApproval(a *Approval, observed string, used time.Time, approvers []str
 	if err != nil {
 		return bad("%v", err)
 	}
-	if !ed25519.Verify(pub, msg, sig) {
+	if !verifySig(pub, msg, sig) {
 		return bad("signature by %s does not verify", a.Approver)
 	}
 	if !slices.Contains(approvers, a.Approver) {

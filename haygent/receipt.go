@@ -92,7 +92,7 @@ func (r *Receipt) Sign(key ed25519.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	r.Signature = ed25519.Sign(key, b)
+	r.Signature = sign(key, b)
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (r *Receipt) VerifySignature() error {
 	if err != nil {
 		return err
 	}
-	if !ed25519.Verify(ed25519.PublicKey(r.Signer), b, r.Signature) {
+	if !verifySig(ed25519.PublicKey(r.Signer), b, r.Signature) {
 		return ErrBadSignature
 	}
 	return nil

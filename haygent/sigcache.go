@@ -1,0 +1,95 @@
+package haygent
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"sync"
+)
+
+// Signatures known to be good. Checking an ed25519 signature is the largest
+// single cost of accepting a receipt, and a scheduler checks every receipt
+// its own runtime signed a moment before; the downstream runtime checks the
+// same upstream receipts again. So this process remembers the signatures it
+// made and the ones it has checked, keyed by a SHA-256 over the key, the
+// signature and the message, and a repeated check costs one hash.
+//
+// Only a signature this process made, or one ed25519 accepted, is ever
+// added, so a forged or altered object always meets the real check: a
+// changed message, signature or key is a different entry. The cache lives
+// in memory only; a verifier on another machine checks everything.
+var goodSigs = sigCache{m: map[[sha256.Size]byte]struct{}{}}
+
+// sigCacheMax bounds the cache. When it is full an arbitrary entry goes:
+// the hits that matter come moments after the signing.
+const sigCacheMax = 1 << 14
+
+type sigCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]struct{}
+}
+
+// sigKey hashes the key, the signature and the message. The key and the
+// signature have fixed sizes (the callers check), so the concatenation
+// is unambiguous.
+func sigKey(pub ed25519.PublicKey, msg, sig []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(pub)
+	h.Write(sig)
+	h.Write(msg)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
+
+func (c *sigCache) has(k [sha256.Size]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[k]
+	return ok
+}
+
+func (c *sigCache) add(k [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= sigCacheMax {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[k] = struct{}{}
+}
+
+// sign signs msg with key and remembers the signature as good.
+func sign(key ed25519.PrivateKey, msg []byte) []byte {
+	sig := ed25519.Sign(key, msg)
+	goodSigs.add(sigKey(key.Public().(ed25519.PublicKey), msg, sig))
+	return sig
+}
+
+// verifySig reports whether sig is pub's signature of msg: from the cache
+// when this process made or checked the same signature before, otherwise
+// by ed25519, remembering a signature that verifies.
+func verifySig(pub ed25519.PublicKey, msg, sig []byte) bool {
+	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	k := sigKey(pub, msg, sig)
+	if goodSigs.has(k) {
+		return true
+	}
+	if !ed25519.Verify(pub, msg, sig) {
+		return false
+	}
+	goodSigs.add(k)
+	return true
+}
+
+// ForgetSignatures drops every signature this process remembers as good,
+// so that the checks that follow run ed25519 in full, as a verifier on
+// another machine does. Benchmarks of verification call it.
+func ForgetSignatures() {
+	goodSigs.mu.Lock()
+	defer goodSigs.mu.Unlock()
+	goodSigs.m = map[[sha256.Size]byte]struct{}{}
+}

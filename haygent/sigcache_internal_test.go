@@ -1,0 +1,80 @@
+package haygent
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"testing"
+)
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// The cache may only ever answer yes for the exact key, message and
+// signature that were made or checked; everything else meets ed25519.
+func TestSigCacheAnswersOnlyForWhatWasSigned(t *testing.T) {
+	key, other := newKey(t), newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	msg := []byte("receipt bytes")
+	sig := sign(key, msg)
+	if !goodSigs.has(sigKey(pub, msg, sig)) {
+		t.Fatal("a signature this process made is not remembered")
+	}
+	if !verifySig(pub, msg, sig) {
+		t.Fatal("own signature does not verify")
+	}
+	flipped := append([]byte(nil), sig...)
+	flipped[10] ^= 1
+	for name, c := range map[string]struct {
+		pub      ed25519.PublicKey
+		msg, sig []byte
+	}{
+		"altered message":   {pub, []byte("receipt bytez"), sig},
+		"altered signature": {pub, msg, flipped},
+		"other key":         {other.Public().(ed25519.PublicKey), msg, sig},
+		"short signature":   {pub, msg, sig[:63]},
+		"short key":         {pub[:31], msg, sig},
+	} {
+		// Twice: a refused signature must not be remembered either.
+		for range 2 {
+			if verifySig(c.pub, c.msg, c.sig) {
+				t.Errorf("%s: verifies", name)
+			}
+		}
+	}
+}
+
+// A signature made elsewhere is checked by ed25519, then remembered.
+func TestSigCacheRemembersCheckedSignatures(t *testing.T) {
+	key := newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	msg := []byte("made by another process")
+	sig := ed25519.Sign(key, msg)
+	k := sigKey(pub, msg, sig)
+	if goodSigs.has(k) {
+		t.Fatal("remembered before it was checked")
+	}
+	if !verifySig(pub, msg, sig) {
+		t.Fatal("a good signature does not verify")
+	}
+	if !goodSigs.has(k) {
+		t.Fatal("a checked signature is not remembered")
+	}
+}
+
+func TestSigCacheIsBounded(t *testing.T) {
+	c := sigCache{m: map[[32]byte]struct{}{}}
+	for i := range sigCacheMax + 100 {
+		var k [32]byte
+		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
+		c.add(k)
+	}
+	if len(c.m) != sigCacheMax {
+		t.Fatalf("cache holds %d entries, want %d", len(c.m), sigCacheMax)
+	}
+}
