@@ -93,8 +93,8 @@ func (l Link) MarshalCBOR() ([]byte, error) {
 	if !l.Defined() {
 		return nil, fmt.Errorf("encode link: undefined CID: %w", ErrInvalid)
 	}
-	b := l.Bytes()
-	out := make([]byte, 0, 5+len(b))
+	b := l.KeyString() // the binary CID, without the copy Bytes makes
+	out := make([]byte, 0, 6+len(b))
 	out = append(out, 0xd8, linkTag)
 	out = appendHead(out, majorBytes, uint64(1+len(b)))
 	out = append(out, 0)

@@ -27,8 +27,34 @@ type Writer struct {
 
 	// OnFlush, if set, is called with the blocks of each batch once they
 	// are stored, so a caller may reuse their buffers. It may run on
-	// another goroutine.
+	// another goroutine. While it is nil, a store that is an [Adopter]
+	// takes the blocks over instead of copying them.
 	OnFlush func(blocks []Block)
+}
+
+// Adopter is a [Store] that can keep blocks' bytes instead of copying them
+// (an in-memory store). The caller hands the blocks over and never modifies
+// their bytes again, as [NewBlock] already asks.
+type Adopter interface {
+	Adopt(blocks ...Block) error
+}
+
+// put stores one batch: handed over to an [Adopter] when nobody means to
+// reuse the buffers, otherwise through Put, and then onFlush.
+func (w *Writer) put(ctx context.Context, batch []Block, onFlush func([]Block)) error {
+	if a, ok := w.st.(Adopter); ok && onFlush == nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return a.Adopt(batch...)
+	}
+	if err := w.st.Put(ctx, batch...); err != nil {
+		return err
+	}
+	if onFlush != nil {
+		onFlush(batch)
+	}
+	return nil
 }
 
 // NewWriter returns a Writer that stores into st.
@@ -57,13 +83,7 @@ func (w *Writer) Add(ctx context.Context, b Block) error {
 	w.pending, w.bytes = make([]Block, 0, len(batch)), 0
 	done := make(chan error, 1)
 	w.inflight = done
-	go func() {
-		err := w.st.Put(ctx, batch...)
-		if err == nil && onFlush != nil {
-			onFlush(batch)
-		}
-		done <- err
-	}()
+	go func() { done <- w.put(ctx, batch, onFlush) }()
 	return nil
 }
 
@@ -86,11 +106,8 @@ func (w *Writer) Flush(ctx context.Context) error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	if err := w.st.Put(ctx, w.pending...); err != nil {
+	if err := w.put(ctx, w.pending, w.OnFlush); err != nil {
 		return err
-	}
-	if w.OnFlush != nil {
-		w.OnFlush(w.pending)
 	}
 	clear(w.pending)
 	w.pending = w.pending[:0]
