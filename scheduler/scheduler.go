@@ -33,11 +33,25 @@ type Opener interface {
 // a long-lived server); Close on what it returns does nothing.
 type Shared struct{ Store cas.Store }
 
-func (s Shared) Open(context.Context, bool) (cas.Store, error) { return noClose{s.Store}, nil }
+func (s Shared) Open(context.Context, bool) (cas.Store, error) {
+	if a, ok := s.Store.(cas.Adopter); ok {
+		return noCloseAdopter{noClose{s.Store}, a}, nil
+	}
+	return noClose{s.Store}, nil
+}
 
 type noClose struct{ cas.Store }
 
 func (noClose) Close() error { return nil }
+
+// noCloseAdopter keeps an in-memory store's Adopt, so that committed
+// blocks are handed over rather than copied.
+type noCloseAdopter struct {
+	noClose
+	a cas.Adopter
+}
+
+func (n noCloseAdopter) Adopt(blocks ...cas.Block) error { return n.a.Adopt(blocks...) }
 
 // Options configure a scheduler.
 type Options struct {
