@@ -121,3 +121,37 @@ func BenchmarkVerifyReceipt(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*int(res.Receipt.Transitions))/b.Elapsed().Seconds(), "transitions/s")
 }
+
+// BenchmarkRunVerify runs the echo Haygent and verifies its receipt, as a
+// scheduler does for each node of a chain: the work on a chain's critical
+// path, without the scheduler around it. Each input differs, so every
+// receipt is new.
+func BenchmarkRunVerify(b *testing.B) {
+	st := memstore.New()
+	ctx := context.Background()
+	dir := filepath.Join(fixtures, "haygents", "echo")
+	pkg, err := haygent.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The package tree is stored once, as a scheduler does for a run.
+	pkgCID, err := cas.PutTree(ctx, st, dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	known := map[cid.Cid]bool{pkgCID: true}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	i := 0
+	for b.Loop() {
+		i++
+		res, err := haygent.Run(ctx, pkg, map[string]any{"value": i}, haygent.Options{Store: st, Key: key, PackageCID: pkgCID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := haygent.VerifyReceiptKnown(ctx, st, res.ReceiptCID, trusted, known)
+		if err != nil || !v.OK() {
+			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
+		}
+	}
+}

@@ -222,8 +222,8 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	r.work = ctx
 
 	r.state = map[string]any{
-		"input":      cloneValue(input),
-		"adjustable": adjustableDefaults(r.pkg.AdjustRaw),
+		"input":      cas.FromJSON(input), // a copy in data-model form
+		"adjustable": cas.FromJSON(adjustableDefaults(r.pkg.AdjustRaw)),
 		"steps":      map[string]any{},
 		"output":     map[string]any{},
 	}
@@ -231,7 +231,12 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 		for _, u := range r.opts.Upstream {
 			if err := r.opts.CheckUpstream(r.work, u); err != nil {
 				halt := &Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
-				if err := r.record(stepRecord{step: Step{ID: "upstream"}, kind: "upstream", input: cloneValue(r.state).(map[string]any), started: r.now(), status: "halted", note: halt.Reason}); err != nil {
+				rec, err := r.begin(Step{ID: "upstream"}, "upstream")
+				if err != nil {
+					return nil, err
+				}
+				rec.status, rec.note = "halted", halt.Reason
+				if err := r.record(rec); err != nil {
 					return nil, err
 				}
 				return r.finish(halt, nil, wsLink)
@@ -368,7 +373,7 @@ func (r *runner) walk(from int) (*Halt, error) {
 type stepRecord struct {
 	step      Step
 	kind      string
-	input     map[string]any
+	input     cas.Link // the state the step started from
 	started   time.Time
 	status    string
 	evidence  []cas.Link
@@ -381,17 +386,13 @@ type stepRecord struct {
 
 // record writes the transition of a step, chained to the one before.
 func (r *runner) record(rec stepRecord) error {
-	in, err := r.packet(rec.input, "")
-	if err != nil {
-		return err
-	}
 	out, err := r.packet(r.state, "")
 	if err != nil {
 		return err
 	}
 	t := Transition{
 		Type: TypeTransition, Run: r.opts.RunID, Seq: r.seq, Step: rec.step.ID, Kind: rec.kind,
-		Attempt: r.attempt, Input: in, Output: out, Package: cas.Link{Cid: r.pkgCID},
+		Attempt: r.attempt, Input: rec.input, Output: out, Package: cas.Link{Cid: r.pkgCID},
 		Adapter: rec.adapter, Permissions: cas.Link{Cid: r.permCID},
 		StartedAt: stamp(rec.started), FinishedAt: stamp(r.now()), Status: rec.status,
 		Evidence: orEmpty(rec.evidence), SlotCalls: orEmpty(rec.slotCalls), Gates: orEmpty(rec.gates),
@@ -411,6 +412,13 @@ func (r *runner) record(rec stepRecord) error {
 	r.denied = append(r.denied, rec.denied...)
 	r.opts.Log("  %s: %s", rec.step.ID, rec.status)
 	return nil
+}
+
+// begin starts the record of a step. The state it starts from is stored
+// as a packet at once, so no copy of the state is kept meanwhile.
+func (r *runner) begin(step Step, kind string) (stepRecord, error) {
+	in, err := r.packet(r.state, "")
+	return stepRecord{step: step, kind: kind, input: in, started: r.now(), status: "ok"}, err
 }
 
 func orEmpty(l []cas.Link) []cas.Link {
@@ -480,7 +488,10 @@ func (r *runner) afterDenial(s Step, denied []Denied) *Halt {
 // ---- exec steps ----
 
 func (r *runner) execStep(s Step) (*Halt, error) {
-	rec := stepRecord{step: s, kind: StepExec, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	rec, err := r.begin(s, StepExec)
+	if err != nil {
+		return nil, err
+	}
 	argv, err := r.pkg.Permissions.Command(s.Command)
 	if err != nil {
 		rec.status = "denied"
@@ -682,7 +693,10 @@ func (r *runner) mutation(step, path, before, after string) (cas.Link, error) {
 // ---- builtin steps ----
 
 func (r *runner) builtinStep(s Step) (*Halt, error) {
-	rec := stepRecord{step: s, kind: StepBuiltin, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	rec, err := r.begin(s, StepBuiltin)
+	if err != nil {
+		return nil, err
+	}
 	str := func(k string) string { v, _ := s.Args[k].(string); return v }
 	fail := func(format string, args ...any) {
 		rec.status = "failed"
@@ -880,7 +894,10 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 // with the current values, "halt" stops the run.
 func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, error) {
 	slot := r.pkg.Manifest.Slots[name]
-	rec := stepRecord{step: Step{ID: stepID}, kind: kind, input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	rec, err := r.begin(Step{ID: stepID}, kind)
+	if err != nil {
+		return nil, nil, err
+	}
 	proj := map[string]any{}
 	for _, ptr := range slot.Projection {
 		if v, ok := pointerGet(r.state, ptr); ok {
@@ -1041,7 +1058,10 @@ type gateOutcome struct {
 // evaluateGates runs every gate over the evidence this run observed and
 // records the verdicts in a transition.
 func (r *runner) evaluateGates() ([]gateOutcome, error) {
-	rec := stepRecord{step: Step{ID: "gates"}, kind: "gates", input: cloneValue(r.state).(map[string]any), started: r.now(), status: "ok"}
+	rec, err := r.begin(Step{ID: "gates"}, "gates")
+	if err != nil {
+		return nil, err
+	}
 	env := gate.Env{Now: r.now(), LastChange: r.lastChange}
 	var out []gateOutcome
 	for _, g := range r.pkg.Gates {
