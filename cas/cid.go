@@ -58,7 +58,7 @@ func CastCID(b []byte) (cid.Cid, error) {
 func Verify(c cid.Cid, data []byte) error {
 	if isSHA256v1(c) {
 		d := sha256.Sum256(data)
-		if string(c.Hash()[2:]) != string(d[:]) {
+		if c.KeyString()[4:] != string(d[:]) {
 			return &CorruptError{CID: c, Got: sumToCID(c.Type(), d)}
 		}
 		return nil
@@ -73,8 +73,20 @@ func Verify(c cid.Cid, data []byte) error {
 	return nil
 }
 
-// isSHA256v1 reports whether c is a CID whose multihash is a full sha2-256.
+// isSHA256v1 reports whether c is a CIDv1 with a one-byte codec (as hg's
+// are) whose multihash is a full sha2-256. It reads the binary form in
+// place: version, codec, hash code, digest length, digest.
 func isSHA256v1(c cid.Cid) bool {
-	h := c.Hash()
-	return len(h) == 2+sha256.Size && h[0] == mh.SHA2_256 && h[1] == sha256.Size
+	s := c.KeyString()
+	return len(s) == 4+sha256.Size && s[0] == 1 && s[1] < 0x80 && s[2] == mh.SHA2_256 && s[3] == sha256.Size
+}
+
+// CheckHash returns an error if c's hash function cannot be computed, so
+// that its blocks cannot be verified.
+func CheckHash(c cid.Cid) error {
+	if isSHA256v1(c) {
+		return nil
+	}
+	_, err := c.Prefix().Sum(nil)
+	return err
 }

@@ -285,26 +285,28 @@ func blockProblem(err error) (string, bool) {
 // (raw ones included), but records a bad block and goes on instead of
 // stopping, so that every bad block is named.
 func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
-	parent := map[cid.Cid]cid.Cid{}
-	seen := map[cid.Cid]bool{}
-	stack := []cid.Cid{root}
+	// Each entry carries the block that linked it, for the messages.
+	type entry struct{ c, parent cid.Cid }
+	seen := make(map[cid.Cid]bool, 32)
+	stack := []entry{{c: root}}
 	for len(stack) > 0 {
 		if err := vr.ctx.Err(); err != nil {
 			return err
 		}
-		c := stack[len(stack)-1]
+		e := stack[len(stack)-1]
+		c := e.c
 		stack = stack[:len(stack)-1]
 		if seen[c] || (skip[c] && c != root) || (vr.known[c] && c != root) {
 			continue
 		}
 		seen[c] = true
 		markBad := func(why string) {
-			if p, ok := parent[c]; ok {
-				why += " (linked from " + p.String() + ")"
+			if e.parent.Defined() {
+				why += " (linked from " + e.parent.String() + ")"
 			}
 			vr.markBad(c, why)
 		}
-		if _, err := c.Prefix().Sum(nil); err != nil {
+		if err := cas.CheckHash(c); err != nil {
 			markBad("its hash function cannot be checked: " + err.Error())
 			continue
 		}
@@ -331,10 +333,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 		}
 		for i := len(links) - 1; i >= 0; i-- {
 			if !seen[links[i]] {
-				if _, ok := parent[links[i]]; !ok {
-					parent[links[i]] = c
-				}
-				stack = append(stack, links[i])
+				stack = append(stack, entry{links[i], c})
 			}
 		}
 	}
