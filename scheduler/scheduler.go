@@ -445,111 +445,113 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	if err := e.loadMemoIndex(ctx); err != nil {
 		return nil, err
 	}
-	results := make(chan result)
-	active := 0
-	var pending []result
-	lastCommit := time.Now()
 	e.mu.Lock()
 	e.initQueue()
 	e.mu.Unlock()
-	// spawn starts ready nodes up to the bound.
-	spawn := func() {
+
+	// Up to Jobs workers each take a ready node, run it, apply its result
+	// and take the next: the node a result makes ready is started by the
+	// same goroutine at once, with no hand-over, and idle workers are
+	// woken only when there is more than one node to run.
+	var (
+		ready   = sync.NewCond(&e.mu)
+		active  int      // nodes being invoked
+		idle    int      // workers waiting for a ready node
+		pending []result // applied, not yet written out
+		wg      sync.WaitGroup
+	)
+	worker := func() {
+		defer wg.Done()
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		for ctx.Err() == nil && active < e.s.opts.Jobs && len(e.queue) > 0 {
+		for {
+			for ctx.Err() == nil && len(e.queue) == 0 && active > 0 {
+				idle++
+				ready.Wait()
+				idle--
+			}
+			if ctx.Err() != nil || len(e.queue) == 0 {
+				ready.Broadcast() // the run is over for every worker
+				return
+			}
 			name := e.queue[0]
 			e.queue = e.queue[1:]
 			n := e.rec.node(name)
 			if n.State != dag.Ready {
 				continue
 			}
+			if len(e.queue) > 0 && idle > 0 {
+				ready.Signal()
+			}
 			n.State = dag.Active
 			n.Attempts++
 			e.emit(n)
 			active++
-			go func(name string) { results <- e.invoke(ctx, name) }(name)
+			e.mu.Unlock()
+			r := e.invoke(ctx, name)
+			e.mu.Lock()
+			active--
+			e.applyLocked(r)
+			pending = append(pending, r)
 		}
 	}
-	// Commits run in the background, one at a time, so that nodes go on
-	// while accepted work is written out.
-	type commitDone struct {
-		err  error
-		took time.Duration
+	wg.Add(e.s.opts.Jobs)
+	for range e.s.opts.Jobs {
+		go worker()
 	}
-	committed := make(chan commitDone, 1)
-	committing := false
-	interval := commitEvery
-	startCommit := func() {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	// Meanwhile this goroutine writes accepted work out, at most every
+	// interval, and looks for cancel requests.
+	take := func() []result {
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		batch := pending
-		pending, lastCommit, committing = nil, time.Now(), true
-		go func() {
-			start := time.Now()
-			err := e.commit(ctx, batch)
-			committed <- commitDone{err, time.Since(start)}
-		}()
+		pending = nil
+		return batch
 	}
-	endCommit := func(d commitDone) error {
-		committing = false
-		// Commits take at most a fifth of the time: a big store writes
-		// less often, in bigger batches.
-		interval = max(commitEvery, 4*d.took)
-		return d.err
-	}
-	poll := time.NewTicker(500 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		spawn()
-		if active == 0 {
-			break
-		}
-		var r result
+	tick := time.NewTicker(commitEvery)
+	defer tick.Stop()
+	interval := commitEvery
+	lastCommit, lastPoll := time.Now(), time.Now()
+	for running := true; running; {
 		select {
-		case r = <-results:
-		case d := <-committed:
-			if err := endCommit(d); err != nil {
-				return nil, err
-			}
+		case <-done:
+			running = false
 			continue
-		case <-poll.C:
-			if !committing { // a commit looks for cancel requests itself
-				e.pollCancel(ctx)
-			}
-			continue
+		case <-tick.C:
 		}
-		active--
-		// Take every result already waiting, apply them at once so that
-		// downstream nodes can start, and write them out at most every
-		// interval.
-		batch := []result{r}
-	drain:
-		for active > 0 {
-			select {
-			case r := <-results:
-				active--
-				batch = append(batch, r)
-			default:
-				break drain
+		if time.Since(lastCommit) >= interval {
+			if batch := take(); len(batch) > 0 {
+				start := time.Now()
+				if err := e.commit(ctx, batch); err != nil {
+					e.cancel()
+					<-done
+					return nil, err
+				}
+				// Commits take at most a fifth of the time: a big store
+				// writes less often, in bigger batches.
+				interval = max(commitEvery, 4*time.Since(start))
+				lastCommit = time.Now()
 			}
 		}
-		e.apply(batch)
-		pending = append(pending, batch...)
-		spawn()
-		if !committing && time.Since(lastCommit) >= interval {
-			startCommit()
+		if time.Since(lastPoll) >= cancelPollEvery {
+			e.pollCancel(ctx)
+			lastPoll = time.Now()
 		}
 	}
-	if committing {
-		if err := endCommit(<-committed); err != nil {
-			return nil, err
-		}
-	}
-	if len(pending) > 0 {
-		if err := e.commit(ctx, pending); err != nil {
+	if batch := take(); len(batch) > 0 {
+		if err := e.commit(ctx, batch); err != nil {
 			return nil, err
 		}
 	}
 	return e.settle(ctx)
 }
+
+// cancelPollEvery is how often a running scheduler looks for a cancel
+// request (hg cancel) in the store.
+const cancelPollEvery = 500 * time.Millisecond
 
 // pollCancel looks for a cancel request while nodes run.
 func (e *execution) pollCancel(ctx context.Context) {
@@ -927,37 +929,33 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 // accepted work, which the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
-// apply records finished nodes in memory, so that their downstream nodes
-// can start at once.
-func (e *execution) apply(batch []result) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, r := range batch {
-		n := e.rec.node(r.node)
-		n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
-		if r.receipt.Defined() {
-			n.Receipt = &cas.Link{Cid: r.receipt}
-		}
-		if r.accept.Defined() {
-			n.Acceptance = &cas.Link{Cid: r.accept}
-		}
-		if r.state == dag.Failed && r.cancelled {
-			n.State, n.Reason = dag.Cancelled, "cancelled"
-		}
-		if n.State == dag.Done {
-			e.outputs[r.node] = r.output
-			e.receipts[r.node] = r.receipt
-			e.byReceipt[r.receipt] = r.node
-			if !r.memo && r.memoKey != "" {
-				if e.memoRun == nil {
-					e.memoRun = map[string]memoHit{}
-				}
-				e.memoRun[r.memoKey] = memoHit{receipt: r.receipt, accept: r.accept, output: r.output}
-			}
-		}
-		e.emit(n)
-		e.settled(r.node)
+// applyLocked records a finished node in memory, so that its downstream
+// nodes can start at once. The caller holds e.mu.
+func (e *execution) applyLocked(r result) {
+	n := e.rec.node(r.node)
+	n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
+	if r.receipt.Defined() {
+		n.Receipt = &cas.Link{Cid: r.receipt}
 	}
+	if r.accept.Defined() {
+		n.Acceptance = &cas.Link{Cid: r.accept}
+	}
+	if r.state == dag.Failed && r.cancelled {
+		n.State, n.Reason = dag.Cancelled, "cancelled"
+	}
+	if n.State == dag.Done {
+		e.outputs[r.node] = r.output
+		e.receipts[r.node] = r.receipt
+		e.byReceipt[r.receipt] = r.node
+		if !r.memo && r.memoKey != "" {
+			if e.memoRun == nil {
+				e.memoRun = map[string]memoHit{}
+			}
+			e.memoRun[r.memoKey] = memoHit{receipt: r.receipt, accept: r.accept, output: r.output}
+		}
+	}
+	e.emit(n)
+	e.settled(r.node)
 }
 
 // commit writes out finished nodes: their blocks and the changed pages of
