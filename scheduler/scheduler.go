@@ -530,9 +530,9 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 					<-done
 					return nil, err
 				}
-				// Commits take at most a fifth of the time: a big store
-				// writes less often, in bigger batches.
-				interval = max(commitEvery, 4*time.Since(start))
+				// Commits take at most half the time: a big store, whose
+				// commits are slower, writes in bigger batches.
+				interval = max(commitEvery, time.Since(start))
 				lastCommit = time.Now()
 			}
 		}
@@ -924,9 +924,9 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 }
 
 // commitEvery is the shortest time between two commits of accepted work;
-// a commit that takes longer than a fifth of it stretches the interval to
-// five times its own length. A crash loses at most one interval of
-// accepted work, which the resumed run does again.
+// after a commit that took longer, the next waits as long as it took. A
+// crash loses at most the work accepted since the last commit began, which
+// the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
 // applyLocked records a finished node in memory, so that its downstream

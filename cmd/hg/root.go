@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/haygent/hg/internal/gcpolicy"
 	"io"
 	"os"
 	"os/signal"
@@ -24,6 +25,7 @@ type globals struct {
 
 // Main runs hg with os.Args and returns the exit code.
 func Main() int {
+	gcpolicy.Apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
