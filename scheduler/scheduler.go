@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -979,8 +980,13 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 		return err
 	}
 	// The batch's blocks are the main loop's alone: no lock while they
-	// are written, so running nodes go on.
+	// are written, so running nodes go on. They are in memory already and
+	// go in one transaction: a store keyed by CID puts a batch's blocks on
+	// pages all over its index, so each transaction rewrites up to the
+	// whole index, and batches of the writer's default size made a big
+	// commit cost twenty times what one transaction does.
 	w := cas.NewWriter(st)
+	w.MaxBlocks, w.MaxBytes = math.MaxInt, math.MaxInt
 	var refs []cas.Ref
 	for _, r := range batch {
 		for _, b := range r.blocks {
