@@ -514,7 +514,6 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	}
 	tick := time.NewTicker(commitEvery)
 	defer tick.Stop()
-	interval := commitEvery
 	lastCommit, lastPoll := time.Now(), time.Now()
 	for running := true; running; {
 		select {
@@ -523,18 +522,18 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			continue
 		case <-tick.C:
 		}
-		if time.Since(lastCommit) >= interval {
+		// A commit slower than the interval is followed at once by the
+		// next, which takes what was accepted meanwhile: a big store, whose
+		// commits are slow, writes in big batches, and what is left to
+		// write when the last node is done stays one commit's worth.
+		if time.Since(lastCommit) >= commitEvery {
 			if batch := take(); len(batch) > 0 {
-				start := time.Now()
+				lastCommit = time.Now()
 				if err := e.commit(ctx, batch); err != nil {
 					e.cancel()
 					<-done
 					return nil, err
 				}
-				// Commits take at most half the time: a big store, whose
-				// commits are slower, writes in bigger batches.
-				interval = max(commitEvery, time.Since(start))
-				lastCommit = time.Now()
 			}
 		}
 		if time.Since(lastPoll) >= cancelPollEvery {
@@ -924,10 +923,9 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 	return nil
 }
 
-// commitEvery is the shortest time between two commits of accepted work;
-// after a commit that took longer, the next waits as long as it took. A
-// crash loses at most the work accepted since the last commit began, which
-// the resumed run does again.
+// commitEvery is the shortest time between the starts of two commits of
+// accepted work. A crash loses at most the work accepted since the last
+// commit began, which the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
 // applyLocked records a finished node in memory, so that its downstream
