@@ -151,12 +151,15 @@ func (r *runner) put(v any) (cas.Link, error) {
 	return cas.Link{Cid: b.CID()}, nil
 }
 
+// putRaw stores bytes the runner did not make (a step's output, an
+// adapter's response). It stores a copy: an in-memory store keeps the
+// blocks it is handed, and whoever made the bytes may use them again.
 func (r *runner) putRaw(data []byte) (cas.Link, error) {
-	b := cas.NewBlock(cas.Raw, data)
 	if len(data) > cas.ChunkSize {
 		c, _, err := cas.PutFile(r.ctx, r.st, bytes.NewReader(data), nil)
 		return cas.Link{Cid: c}, err
 	}
+	b := cas.NewBlock(cas.Raw, bytes.Clone(data))
 	return cas.Link{Cid: b.CID()}, r.w.Add(r.ctx, b)
 }
 

@@ -60,11 +60,33 @@ func (c *sigCache) add(k [sha256.Size]byte) {
 	c.m[k] = struct{}{}
 }
 
-// sign signs msg with key and remembers the signature as good.
+// sign signs msg with key and remembers the signature as good, when the
+// key's public half is the one its seed makes: ed25519.Sign does not check
+// that, and a key whose halves disagree makes signatures that do not verify
+// under the public key it carries.
 func sign(key ed25519.PrivateKey, msg []byte) []byte {
 	sig := ed25519.Sign(key, msg)
-	goodSigs.add(sigKey(key.Public().(ed25519.PublicKey), msg, sig))
+	if consistentKey(key) {
+		goodSigs.add(sigKey(key.Public().(ed25519.PublicKey), msg, sig))
+	}
 	return sig
+}
+
+// checkedKeys remembers which private keys have a public half derived from
+// their seed, so that the check costs one derivation per key.
+var checkedKeys sync.Map // string(private key) -> bool
+
+func consistentKey(key ed25519.PrivateKey) bool {
+	if len(key) != ed25519.PrivateKeySize {
+		return false
+	}
+	if ok, found := checkedKeys.Load(string(key)); found {
+		return ok.(bool)
+	}
+	derived := ed25519.NewKeyFromSeed(key.Seed())
+	ok := string(derived[32:]) == string(key[32:])
+	checkedKeys.Store(string(key), ok)
+	return ok
 }
 
 // verifySig reports whether sig is pub's signature of msg: from the cache

@@ -78,3 +78,20 @@ func TestSigCacheIsBounded(t *testing.T) {
 		t.Fatalf("cache holds %d entries, want %d", len(c.m), sigCacheMax)
 	}
 }
+
+// A private key whose public half is someone else's makes signatures that
+// do not verify under that public key; signing with it must not teach the
+// cache otherwise.
+func TestSigCacheIgnoresInconsistentKeys(t *testing.T) {
+	mine, victim := newKey(t), newKey(t)
+	bad := append(ed25519.PrivateKey(nil), mine.Seed()...)
+	bad = append(bad, victim.Public().(ed25519.PublicKey)...)
+	msg := []byte("a receipt claiming the victim signed it")
+	sig := sign(bad, msg)
+	if verifySig(victim.Public().(ed25519.PublicKey), msg, sig) {
+		t.Fatal("a signature by a key with a borrowed public half verifies")
+	}
+	if consistentKey(bad) || !consistentKey(mine) {
+		t.Fatal("consistentKey is wrong")
+	}
+}

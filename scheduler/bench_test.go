@@ -70,10 +70,10 @@ func (o boltOpener) Open(_ context.Context, readOnly bool) (cas.Store, error) {
 // for each transaction, as hg run does). Target: at most 200 µs per node
 // at 10,000 nodes. 100,000 nodes run only with HG_BENCH_100K=1;
 // HG_BENCH_SIZE=N runs N nodes alone. The garbage collector is set as
-// the hg command sets it (internal/gcpolicy); GOGC=100 in the environment
+// hg run sets it (internal/gcpolicy); GOGC=100 in the environment
 // measures Go's default.
 func BenchmarkScheduler(b *testing.B) {
-	gcpolicy.Apply()
+	defer gcpolicy.Apply()()
 	sizes := []int{1000, 10000}
 	if s := os.Getenv("HG_BENCH_SIZE"); s != "" {
 		n, _ := strconv.Atoi(s)
@@ -144,10 +144,8 @@ func cpuTime(b *testing.B) time.Duration {
 // 10,000 builtin-only nodes (a fan-out), as hg verify does it from a
 // bundle read into memory: every receipt's blocks walked, objects decoded
 // strictly, chain, signature, gates recomputed, acceptances and places
-// checked, on every core, with the garbage collector set as the hg command
-// sets it. Target: at least 100,000 transitions a second.
+// checked, on every core. Target: at least 100,000 transitions a second.
 func BenchmarkVerifyRun(b *testing.B) {
-	gcpolicy.Apply()
 	n := 10000
 	if s := os.Getenv("HG_BENCH_SIZE"); s != "" {
 		n, _ = strconv.Atoi(s)

@@ -503,50 +503,67 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	// Meanwhile this goroutine writes accepted work out, at most every
-	// interval, and looks for cancel requests.
-	take := func() []result {
+	// Meanwhile this goroutine writes accepted work out and looks for
+	// cancel requests. take hands it what was accepted since the last
+	// commit together with the pages of the run record as it stands at
+	// that instant, so a stored record never names a node done before the
+	// node's blocks are stored.
+	take := func() (*batch, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		batch := pending
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		b := &batch{results: pending}
 		pending = nil
-		return batch
+		e.rec.Updated = e.s.stamp()
+		var err error
+		b.pages, b.ref, err = e.encodeRecord(ctx)
+		return b, err
 	}
-	tick := time.NewTicker(commitEvery)
-	defer tick.Stop()
-	lastCommit, lastPoll := time.Now(), time.Now()
+	commit := func() error {
+		b, err := take()
+		if err != nil || b == nil {
+			return err
+		}
+		return e.commit(ctx, b)
+	}
+	// Each commit is followed by a pause of commitEvery, whatever it took:
+	// other commands (hg status, hg put) and memo lookups open the store
+	// in that pause, and a slow commit on a big store simply takes what
+	// was accepted meanwhile, in one bigger batch.
+	next := time.NewTimer(commitEvery)
+	defer next.Stop()
+	poll := time.NewTicker(cancelPollEvery)
+	defer poll.Stop()
 	for running := true; running; {
 		select {
 		case <-done:
 			running = false
-			continue
-		case <-tick.C:
-		}
-		// A commit slower than the interval is followed at once by the
-		// next, which takes what was accepted meanwhile: a big store, whose
-		// commits are slow, writes in big batches, and what is left to
-		// write when the last node is done stays one commit's worth.
-		if time.Since(lastCommit) >= commitEvery {
-			if batch := take(); len(batch) > 0 {
-				lastCommit = time.Now()
-				if err := e.commit(ctx, batch); err != nil {
-					e.cancel()
-					<-done
-					return nil, err
-				}
+		case <-next.C:
+			if err := commit(); err != nil {
+				e.cancel()
+				<-done
+				return nil, err
 			}
-		}
-		if time.Since(lastPoll) >= cancelPollEvery {
+			next.Reset(commitEvery)
+		case <-poll.C:
 			e.pollCancel(ctx)
-			lastPoll = time.Now()
 		}
 	}
-	if batch := take(); len(batch) > 0 {
-		if err := e.commit(ctx, batch); err != nil {
-			return nil, err
-		}
+	if err := commit(); err != nil {
+		return nil, err
 	}
 	return e.settle(ctx)
+}
+
+// batch is one commit's work: the results accepted since the last commit
+// and the run record's changed pages and new root, encoded when the
+// results were taken.
+type batch struct {
+	results []result
+	pages   []cas.Block
+	ref     cas.Ref
 }
 
 // cancelPollEvery is how often a running scheduler looks for a cancel
@@ -960,7 +977,7 @@ func (e *execution) applyLocked(r result) {
 // commit writes out finished nodes: their blocks and the changed pages of
 // the run record in as few transactions as the writer's batches allow,
 // then every memo entry and the run's new root in one more.
-func (e *execution) commit(ctx context.Context, batch []result) error {
+func (e *execution) commit(ctx context.Context, b *batch) error {
 	ctx = context.WithoutCancel(ctx)
 	st, err := e.s.opts.Store.Open(ctx, false)
 	if err != nil {
@@ -969,13 +986,6 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 	defer st.Close()
 	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
 		e.cancel() // hg cancel from another process
-	}
-	e.mu.Lock()
-	e.rec.Updated = e.s.stamp()
-	pages, ref, err := e.encodeRecord(ctx)
-	e.mu.Unlock()
-	if err != nil {
-		return err
 	}
 	// The batch's blocks are the main loop's alone: no lock while they
 	// are written, so running nodes go on. They are in memory already and
@@ -986,9 +996,9 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 	w := cas.NewWriter(st)
 	w.MaxBlocks, w.MaxBytes = math.MaxInt, math.MaxInt
 	var refs []cas.Ref
-	for _, r := range batch {
-		for _, b := range r.blocks {
-			if err := w.Add(ctx, b); err != nil {
+	for _, r := range b.results {
+		for _, blk := range r.blocks {
+			if err := w.Add(ctx, blk); err != nil {
 				return err
 			}
 		}
@@ -996,15 +1006,15 @@ func (e *execution) commit(ctx context.Context, batch []result) error {
 			refs = append(refs, cas.Ref{NS: MemoNamespace, Name: r.memoKey, CID: r.accept})
 		}
 	}
-	for _, b := range pages {
-		if err := w.Add(ctx, b); err != nil {
+	for _, blk := range b.pages {
+		if err := w.Add(ctx, blk); err != nil {
 			return err
 		}
 	}
 	if err := w.Flush(ctx); err != nil {
 		return err
 	}
-	return st.SetRefs(ctx, append(refs, ref)...)
+	return st.SetRefs(ctx, append(refs, b.ref)...)
 }
 
 // encodeRecord encodes the pages of the run record that changed since the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
@@ -339,5 +340,87 @@ func TestRetryFailedNodes(t *testing.T) {
 	}
 	if v := verifyRun(t, st, c, runTrusted); !v.OK() {
 		t.Fatal("the retried run does not verify")
+	}
+}
+
+// recordChecker checks, each time a run's record is stored, that every
+// node it names done has its receipt and acceptance stored already: a
+// crash right after any commit must leave a run that resumes.
+type recordChecker struct {
+	cas.Store
+	t       *testing.T
+	records int
+}
+
+func (c *recordChecker) SetRefs(ctx context.Context, refs ...cas.Ref) error {
+	if err := c.Store.SetRefs(ctx, refs...); err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if r.NS != scheduler.RefNamespace {
+			continue
+		}
+		rec, err := scheduler.LoadRecordAt(ctx, c.Store, r.CID)
+		if err != nil {
+			c.t.Errorf("stored record %s: %v", r.CID, err)
+			continue
+		}
+		c.records++
+		for _, n := range rec.Nodes {
+			if n.State != dag.Done {
+				continue
+			}
+			for _, l := range []*cas.Link{n.Receipt, n.Acceptance} {
+				if l == nil {
+					c.t.Errorf("record %s: done node %s lacks a receipt or acceptance", r.CID, n.Name)
+					continue
+				}
+				if ok, err := c.Store.Has(ctx, l.Cid); err != nil || !ok {
+					c.t.Errorf("record %s names node %s done, but %s is not stored yet", r.CID, n.Name, l.Cid)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// slowOpener takes 20 ms to open its store for writing.
+type slowOpener struct{ scheduler.Opener }
+
+func (o slowOpener) Open(ctx context.Context, readOnly bool) (cas.Store, error) {
+	if !readOnly {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return o.Opener.Open(ctx, readOnly)
+}
+
+func TestEveryStoredRecordIsBackedByItsBlocks(t *testing.T) {
+	n := 1500
+	if testing.Short() {
+		n = 300
+	}
+	plan, err := scheduler.Load(writeWorkOrder(t, n, "fanout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &recordChecker{Store: memstore.New(), t: t}
+	// Opening the store for writing is slow, as a big bbolt file's can
+	// be, so that nodes finish while a commit gets under way.
+	s := scheduler.New(scheduler.Options{Store: slowOpener{scheduler.Shared{Store: st}}, Key: key, Jobs: 2, NoCache: true})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != scheduler.StatusDone {
+		t.Fatalf("status %s", rec.Status)
+	}
+	t.Logf("%d records stored and checked", st.records)
+	if st.records < 2 {
+		t.Fatalf("only %d records stored: the run committed nothing before its end", st.records)
 	}
 }

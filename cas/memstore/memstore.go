@@ -92,10 +92,11 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) erro
 		return &cas.NotFoundError{CID: c}
 	}
 	data := b.Data()
-	// Bytes can only enter through Put, as cas.Block values that match
-	// their CIDs, and are private copies nobody else can change; only the
-	// Corrupt test hook can make them wrong, so only its blocks need
-	// hashing again.
+	// Bytes can only enter through Put (a private copy) or Adopt (handed
+	// over by a caller that never changes them again, as cas.NewBlock
+	// asks), as cas.Block values that match their CIDs; only the Corrupt
+	// test hook can make them wrong, so only its blocks need hashing
+	// again.
 	if tainted {
 		if err := cas.Verify(c, bad); err != nil {
 			return err

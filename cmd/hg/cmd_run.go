@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -110,6 +111,7 @@ the record (hg status shows the attempts).`,
 }
 
 func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume, retry bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags) error {
+	defer gcpolicy.Apply()()
 	adapter, err := newAdapter(adapterSpec, model)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/scheduler"
 	"github.com/haygent/hg/scheduler/natsengine"
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,7 @@ store trusts it already). Runs until interrupted (SIGINT or SIGTERM); the
 invocations still running then are handed back to the queue.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer gcpolicy.Apply()()
 			if natsURL == "" {
 				return usageError{errors.New("hg worker needs --nats URL")}
 			}

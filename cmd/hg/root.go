@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/haygent/hg/internal/gcpolicy"
 	"io"
 	"os"
 	"os/signal"
@@ -25,7 +24,6 @@ type globals struct {
 
 // Main runs hg with os.Args and returns the exit code.
 func Main() int {
-	gcpolicy.Apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
