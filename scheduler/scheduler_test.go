@@ -27,7 +27,14 @@ func run(t *testing.T, st cas.Store, file string, opts scheduler.Options) (*sche
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Store, opts.Key = scheduler.Shared{Store: st}, key
+	opts.Store = scheduler.Shared{Store: st}
+	return execute(t, plan, opts)
+}
+
+// execute starts and executes plan with the test key.
+func execute(t *testing.T, plan *scheduler.Plan, opts scheduler.Options) (*scheduler.Scheduler, *scheduler.Record) {
+	t.Helper()
+	opts.Key = key
 	s := scheduler.New(opts)
 	ctx := context.Background()
 	id, err := s.Start(ctx, plan, "")
@@ -406,16 +413,7 @@ func TestEveryStoredRecordIsBackedByItsBlocks(t *testing.T) {
 	st := &recordChecker{Store: memstore.New(), t: t}
 	// Opening the store for writing is slow, as a big bbolt file's can
 	// be, so that nodes finish while a commit gets under way.
-	s := scheduler.New(scheduler.Options{Store: slowOpener{scheduler.Shared{Store: st}}, Key: key, Jobs: 2, NoCache: true})
-	ctx := context.Background()
-	id, err := s.Start(ctx, plan, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := s.Execute(ctx, plan, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rec := execute(t, plan, scheduler.Options{Store: slowOpener{scheduler.Shared{Store: st}}, Jobs: 2, NoCache: true})
 	if rec.Status != scheduler.StatusDone {
 		t.Fatalf("status %s", rec.Status)
 	}
