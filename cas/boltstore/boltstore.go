@@ -127,7 +127,6 @@ type Store struct {
 	readOnly bool
 	packs    *packs
 	wmu      sync.Mutex // one Put or Delete at a time: they share the pack being filled
-	wbuf     []byte     // under wmu: small blocks gathered for one pack write
 
 	mu     sync.RWMutex // guards closed against Close
 	closed bool
@@ -138,6 +137,27 @@ var _ cas.Store = (*Store)(nil)
 // errEmptyDB is returned by openExisting for a zero-length database file,
 // which bbolt would otherwise initialise.
 var errEmptyDB = errors.New("store.db is empty")
+
+// writeBufs holds the buffers a Put gathers small blocks in, across
+// Stores: a scheduler opens the store for each commit, and a buffer kept
+// by one Store was made anew, doubling as it grew, by every commit.
+var writeBufs sync.Pool // of *[]byte
+
+// getWriteBuf returns an empty buffer that holds n bytes.
+func getWriteBuf(n int) []byte {
+	if p, ok := writeBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// putWriteBuf keeps buf for a later Put, unless it is very large.
+func putWriteBuf(buf []byte) {
+	if cap(buf) <= 32<<20 {
+		buf = buf[:0]
+		writeBufs.Put(&buf)
+	}
+}
 
 // boltOptions are the options of every bbolt database this package opens.
 // A map freelist stays fast when many large values have been freed; fsync
@@ -504,14 +524,9 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		var written []*os.File
 		var f *os.File
 		// Small blocks bound for the pack are gathered and written with
-		// one call; bufAt is the pack offset buf starts at. The buffer is
-		// kept for the next Put.
-		buf := s.wbuf[:0]
-		defer func() {
-			if cap(buf) <= 32<<20 {
-				s.wbuf = buf[:0]
-			}
-		}()
+		// one call; bufAt is the pack offset buf starts at.
+		buf := getWriteBuf(smallBytes)
+		defer func() { putWriteBuf(buf) }()
 		var bufAt uint64
 		flushBuf := func() error {
 			if len(buf) == 0 {
