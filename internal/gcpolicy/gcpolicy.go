@@ -13,6 +13,7 @@
 package gcpolicy
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 )
@@ -22,12 +23,26 @@ import (
 const Percent = 400
 
 // Apply sets [Percent] unless GOGC is set in the environment, which wins,
-// as it does for any Go program. It returns a function that restores the
-// setting it found.
+// as it does for any Go program. So that a heap five times the live data
+// never crowds out the machine, it also sets a soft memory limit of half
+// the physical memory (where that is known) unless GOMEMLIMIT is set: near
+// the limit the collector runs as often as it must. It returns a function
+// that restores the settings it found.
 func Apply() (restore func()) {
 	if v, ok := os.LookupEnv("GOGC"); ok && v != "" {
 		return func() {}
 	}
 	old := debug.SetGCPercent(Percent)
-	return func() { debug.SetGCPercent(old) }
+	oldLimit := int64(-1) // unchanged
+	if v, ok := os.LookupEnv("GOMEMLIMIT"); !ok || v == "" {
+		if mem := physicalMemory(); mem > 0 {
+			oldLimit = debug.SetMemoryLimit(int64(min(mem/2, math.MaxInt64)))
+		}
+	}
+	return func() {
+		debug.SetGCPercent(old)
+		if oldLimit >= 0 {
+			debug.SetMemoryLimit(oldLimit)
+		}
+	}
 }
