@@ -940,9 +940,9 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 	return nil
 }
 
-// commitEvery is the shortest time between the starts of two commits of
-// accepted work. A crash loses at most the work accepted since the last
-// commit began, which the resumed run does again.
+// commitEvery is the pause after each commit of accepted work before the
+// next. A crash loses at most the work accepted since the last commit
+// began, which the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
 // applyLocked records a finished node in memory, so that its downstream
