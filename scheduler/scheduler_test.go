@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,5 +421,65 @@ func TestEveryStoredRecordIsBackedByItsBlocks(t *testing.T) {
 	t.Logf("%d records stored and checked", st.records)
 	if st.records < 2 {
 		t.Fatalf("only %d records stored: the run committed nothing before its end", st.records)
+	}
+}
+
+// failingStore refuses every Put once armed, as a full disk would.
+type failingStore struct {
+	cas.Store
+	armed *atomic.Bool
+}
+
+func (f failingStore) Put(ctx context.Context, blocks ...cas.Block) error {
+	if f.armed.Load() {
+		return errors.New("disk full")
+	}
+	return f.Store.Put(ctx, blocks...)
+}
+
+type failingOpener struct {
+	st    cas.Store
+	armed *atomic.Bool
+}
+
+func (o failingOpener) Open(ctx context.Context, readOnly bool) (cas.Store, error) {
+	s, err := scheduler.Shared{Store: failingStore{o.st, o.armed}}.Open(ctx, readOnly)
+	return s, err
+}
+
+// A commit that fails stops the run with its error: the workers stop
+// taking nodes and Execute returns, with nothing hanging.
+func TestCommitFailureStopsTheRun(t *testing.T) {
+	plan, err := scheduler.Load(writeWorkOrder(t, 3000, "fanout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed := new(atomic.Bool)
+	st := memstore.New()
+	s := scheduler.New(scheduler.Options{Store: failingOpener{st, armed}, Key: key, Jobs: 2, NoCache: true, Events: func(ev scheduler.Event) {
+		if ev.State == dag.Done {
+			armed.Store(true) // the first commit after a node is done fails
+		}
+	}})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Execute(ctx, plan, id)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("Execute = %v, want the commit's error", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Execute did not return after a failed commit")
+	}
+	if n := s.Ran(); n >= 3000 {
+		t.Fatalf("%d nodes ran after the commit failed: the workers did not stop", n)
 	}
 }
