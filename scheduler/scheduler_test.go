@@ -443,8 +443,7 @@ type failingOpener struct {
 }
 
 func (o failingOpener) Open(ctx context.Context, readOnly bool) (cas.Store, error) {
-	s, err := scheduler.Shared{Store: failingStore{o.st, o.armed}}.Open(ctx, readOnly)
-	return s, err
+	return scheduler.Shared{Store: failingStore{o.st, o.armed}}.Open(ctx, readOnly)
 }
 
 // A commit that fails stops the run with its error: the workers stop
