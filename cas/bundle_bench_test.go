@@ -36,6 +36,20 @@ func benchSHA256(data []byte) time.Duration {
 	return best
 }
 
+// benchAgainstSHA256 times op, which handles data's bytes, b.N times
+// after a warm-up, and reports its throughput over sha256's on data.
+func benchAgainstSHA256(b *testing.B, data []byte, op func()) {
+	sha := benchSHA256(data)
+	op() // warm-up
+	b.SetBytes(benchFileBytes)
+	b.ResetTimer()
+	for range b.N {
+		op()
+	}
+	b.StopTimer()
+	reportSHA256Ratio(b, sha)
+}
+
 // reportSHA256Ratio reports the throughput of b's operation over that
 // of sha256 on the same bytes.
 func reportSHA256Ratio(b *testing.B, sha time.Duration) {
@@ -73,15 +87,7 @@ func BenchmarkExportCAR(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	sha := benchSHA256(data)
-	export() // warm-up
-	b.SetBytes(benchFileBytes)
-	b.ResetTimer()
-	for range b.N {
-		export()
-	}
-	b.StopTimer()
-	reportSHA256Ratio(b, sha)
+	benchAgainstSHA256(b, data, export)
 }
 
 // BenchmarkImportCAR reads the bundle of a 64 MiB file into a fresh
@@ -101,13 +107,5 @@ func BenchmarkImportCAR(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	sha := benchSHA256(data)
-	imp() // warm-up
-	b.SetBytes(benchFileBytes)
-	b.ResetTimer()
-	for range b.N {
-		imp()
-	}
-	b.StopTimer()
-	reportSHA256Ratio(b, sha)
+	benchAgainstSHA256(b, data, imp)
 }

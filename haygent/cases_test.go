@@ -61,6 +61,24 @@ func TestFixtureCases(t *testing.T) {
 	}
 }
 
+// unpackTxtar writes the files of the txtar archive into dir.
+func unpackTxtar(t *testing.T, archive, dir string) {
+	t.Helper()
+	ar, err := txtar.ParseFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ar.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func runCase(t *testing.T, file string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -82,19 +100,7 @@ func runCase(t *testing.T, file string) {
 	case strings.HasSuffix(c.Workspace, ".txtar"):
 		// Workspaces holding Go code are archives, so that fixtures/
 		// holds no .go files for the Go tool to build.
-		ar, err := txtar.ParseFile(filepath.Join(fixtures, c.Workspace))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range ar.Files {
-			p := filepath.Join(ws, filepath.FromSlash(f.Name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		unpackTxtar(t, filepath.Join(fixtures, c.Workspace), ws)
 	case c.Workspace != "":
 		if err := os.CopyFS(ws, os.DirFS(filepath.Join(fixtures, c.Workspace))); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
 	"github.com/ipfs/go-cid"
-	"github.com/rogpeppe/go-internal/txtar"
 )
 
 var replayKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{11}, ed25519.SeedSize))
@@ -106,19 +105,7 @@ func TestReplayExecRepair(t *testing.T) {
 	// gotest: a failing go test, a repair, a passing go test. The
 	// workspace comes back from the receipt's snapshot.
 	ws := t.TempDir()
-	ar, err := txtar.ParseFile(filepath.Join(fixtures, "workspaces", "calc.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range ar.Files {
-		p := filepath.Join(ws, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	unpackTxtar(t, filepath.Join(fixtures, "workspaces", "calc.txtar"), ws)
 	st := memstore.New()
 	res := replayRun(t, st, "gotest", nil, "gotest-fix.json", ws)
 	if res.Receipt.Status != haygent.StatusPass || res.Receipt.Repairs != 1 {
@@ -198,7 +185,7 @@ func TestReplayTamperedEvidence(t *testing.T) {
 func TestReplaySwappedProposal(t *testing.T) {
 	st := memstore.New()
 	res := replayRun(t, st, "claimer", map[string]any{"task": "did the tests pass?"}, "claimer.json", "")
-	other := putPacket(t, st, map[string]any{"summary": "a forged summary"}, haygent.AdjustSchema)
+	other := putObject(t, st, &haygent.Packet{Type: haygent.TypePacket, Schema: haygent.AdjustSchema, Payload: map[string]any{"summary": "a forged summary"}})
 	forged := forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
 		if typ != haygent.TypeSlotCall || n["verdict"] != "accepted" || n["try"] != int64(2) {
 			return false // the first transition's second try, the only one
@@ -301,20 +288,6 @@ func TestReplayFixedClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAgree(t, st, res.ReceiptCID, 4, haygent.ReplayOptions{Now: time.Now})
-}
-
-// putPacket stores a packet and returns its CID.
-func putPacket(t *testing.T, st cas.Store, payload map[string]any, schema string) cid.Cid {
-	t.Helper()
-	data, err := cas.Marshal(&haygent.Packet{Type: haygent.TypePacket, Schema: schema, Payload: payload})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := cas.NewBlock(cas.DagCBOR, data)
-	if err := st.Put(context.Background(), b); err != nil {
-		t.Fatal(err)
-	}
-	return b.CID()
 }
 
 // forgeLedger rewrites the ledger of a receipt as a forger holding the

@@ -152,18 +152,9 @@ func benchRun(b *testing.B, where, shape string, n int) time.Duration {
 			}
 			store = boltOpener{dir}
 		}
-		s := scheduler.New(scheduler.Options{Store: store, Key: key, Jobs: 2, NoCache: true})
-		ctx := context.Background()
 		cpu0 := cpuTime(b)
 		start := time.Now()
-		id, err := s.Start(ctx, plan, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		rec, err := s.Execute(ctx, plan, id)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, rec := execute(b, plan, scheduler.Options{Store: store, Jobs: 2, NoCache: true})
 		total += time.Since(start)
 		cpu += cpuTime(b) - cpu0
 		if rec.Status != scheduler.StatusDone {
@@ -200,16 +191,9 @@ func BenchmarkVerifyRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	st := memstore.New()
-	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, Jobs: 2, NoCache: true})
+	_, rec := execute(b, plan, scheduler.Options{Store: scheduler.Shared{Store: st}, Jobs: 2, NoCache: true})
 	ctx := context.Background()
-	id, err := s.Start(ctx, plan, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Execute(ctx, plan, id); err != nil {
-		b.Fatal(err)
-	}
-	root, err := st.GetRef(ctx, scheduler.RefNamespace, id)
+	root, err := st.GetRef(ctx, scheduler.RefNamespace, rec.Run)
 	if err != nil {
 		b.Fatal(err)
 	}

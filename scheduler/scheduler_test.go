@@ -33,7 +33,7 @@ func run(t *testing.T, st cas.Store, file string, opts scheduler.Options) (*sche
 }
 
 // execute starts and executes plan with the test key.
-func execute(t *testing.T, plan *scheduler.Plan, opts scheduler.Options) (*scheduler.Scheduler, *scheduler.Record) {
+func execute(t testing.TB, plan *scheduler.Plan, opts scheduler.Options) (*scheduler.Scheduler, *scheduler.Record) {
 	t.Helper()
 	opts.Key = key
 	s := scheduler.New(opts)

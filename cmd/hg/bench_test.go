@@ -166,33 +166,13 @@ func (o *benchOps) measure() benchRound {
 	n := b.N
 	r := benchRound{withDD: o.dd != "", rounds: n, procs: runtime.GOMAXPROCS(0)}
 
-	o.sha256() // warm-up
-	for range n {
-		r.sha256 += o.sha256()
-	}
-	o.copy()
-	for range n {
-		r.copy += o.copy()
-	}
+	r.sha256 = warmMean(n, o.sha256)
+	r.copy = warmMean(n, o.copy)
 	if o.dd != "" {
-		o.ddCopy()
-		for range n {
-			r.dd.add(o.ddCopy())
-		}
+		r.dd = warmMeanProc(n, o.ddCopy)
 	}
-	o.put()
-	for range n {
-		r.put.add(o.put())
-	}
-	o.get()
-	for range n {
-		r.get.add(o.get())
-	}
-	r.sha256 /= time.Duration(n)
-	r.copy /= time.Duration(n)
-	r.dd.div(n)
-	r.put.div(n)
-	r.get.div(n)
+	r.put = warmMeanProc(n, o.put)
+	r.get = warmMeanProc(n, o.get)
 
 	// Untimed: the get gives back the very bytes that were put.
 	h := sha256.New()
@@ -304,16 +284,40 @@ func benchReport(b *testing.B, r benchRound) {
 	}
 }
 
+// warmMean runs op once uncounted, then n times, and returns the mean of
+// the n: the warm-up comes right before the measured runs (see measure).
+func warmMean(n int, op func() time.Duration) time.Duration {
+	op()
+	var sum time.Duration
+	for range n {
+		sum += op()
+	}
+	return sum / time.Duration(n)
+}
+
+// warmMeanProc is warmMean for an operation run as a process.
+func warmMeanProc(n int, op func() benchProc) benchProc {
+	op()
+	var sum benchProc
+	for range n {
+		sum.add(op())
+	}
+	sum.div(n)
+	return sum
+}
+
+// verdict says whether a target is met, in the tables.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
 // benchTable returns the figures as a table with the targets.
 func benchTable(r benchRound) string {
 	putCopy := r.put.wall.Seconds() / r.copy.Seconds()
 	getSHA := r.sha256.Seconds() / r.get.wall.Seconds()
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "MISSED"
-	}
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nhg on a %d MiB file, %d CPUs, GOMAXPROCS %d; mean of %d measured run(s) after one warm-up run of each operation.\n",
 		benchFileSize>>20, runtime.NumCPU(), r.procs, r.rounds)

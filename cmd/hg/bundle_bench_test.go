@@ -79,31 +79,11 @@ type bundleOps struct {
 func (o *bundleOps) measure() bundleRound {
 	n := o.b.N
 	r := bundleRound{rounds: n}
-	o.sha256()
-	for range n {
-		r.sha256 += o.sha256()
-	}
-	o.copy()
-	for range n {
-		r.copy += o.copy()
-	}
-	o.put()
-	for range n {
-		r.put.add(o.put())
-	}
-	o.export()
-	for range n {
-		r.exp.add(o.export())
-	}
-	o.importCAR()
-	for range n {
-		r.imp.add(o.importCAR())
-	}
-	r.sha256 /= time.Duration(n)
-	r.copy /= time.Duration(n)
-	r.put.div(n)
-	r.exp.div(n)
-	r.imp.div(n)
+	r.sha256 = warmMean(n, o.sha256)
+	r.copy = warmMean(n, o.copy)
+	r.put = warmMeanProc(n, o.put)
+	r.exp = warmMeanProc(n, o.export)
+	r.imp = warmMeanProc(n, o.importCAR)
 	info, err := os.Stat(o.car)
 	if err != nil {
 		o.b.Fatal(err)
@@ -178,12 +158,6 @@ func bundleReport(b *testing.B, r bundleRound) {
 func bundleTable(r bundleRound) string {
 	expSHA := r.sha256.Seconds() / r.exp.wall.Seconds()
 	impSHA := r.sha256.Seconds() / r.imp.wall.Seconds()
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "MISSED"
-	}
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nhg bundles of a %d MiB file (a %d-byte CAR), %d CPUs, GOMAXPROCS %d; mean of %d measured run(s) after one warm-up run of each.\n",
 		benchFileSize>>20, r.carBytes, runtime.NumCPU(), runtime.GOMAXPROCS(0), r.rounds)
