@@ -8,7 +8,7 @@ import (
 
 // Signatures known to be good. Checking an ed25519 signature is the largest
 // single cost of accepting a receipt, and a scheduler checks every receipt
-// its own runtime signed a moment before; the downstream runtime checks the
+// its own runtime signed a moment before; a verifier of a chain meets the
 // same upstream receipts again. So this process remembers the signatures it
 // made and the ones it has checked, keyed by a SHA-256 over the key, the
 // signature and the message, and a repeated check costs one hash.

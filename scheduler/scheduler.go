@@ -984,9 +984,6 @@ func (e *execution) commit(ctx context.Context, b *batch) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.GetRef(ctx, CancelNamespace, e.rec.Run); err == nil {
-		e.cancel() // hg cancel from another process
-	}
 	// The batch's blocks are the main loop's alone: no lock while they
 	// are written, so running nodes go on. They are in memory already and
 	// go in one transaction: a store keyed by CID puts a batch's blocks on
