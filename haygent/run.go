@@ -344,6 +344,9 @@ func (r *runner) restartPoint() string {
 func (r *runner) walk(from int) (*Halt, error) {
 	for _, s := range r.pkg.Spine.Steps[from:] {
 		if err := r.work.Err(); err != nil {
+			if cerr := r.ctx.Err(); cerr != nil {
+				return nil, cerr // the caller gave up on the run: no receipt
+			}
 			return &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached before step " + s.ID, Attempts: r.attempt, RestartPoint: s.ID}, nil
 		}
 		r.opts.Log("step %s (%s)", s.ID, s.Kind)
@@ -1127,6 +1130,15 @@ func failureView(results []gateOutcome) []any {
 // set in one place only: when the final gate evaluation exists and every
 // gate in it passed.
 func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Result, error) {
+	if r.prior == nil {
+		// A receipt is the head of a chain; with no step recorded there is
+		// nothing to sign for.
+		reason := "no step ran"
+		if halt != nil {
+			reason = halt.Reason
+		}
+		return nil, fmt.Errorf("haygent: the run ended before its first step: %s", reason)
+	}
 	rc := &Receipt{
 		Type: TypeReceipt, Run: r.opts.RunID, Objective: r.pkg.Manifest.Objective,
 		Haygent: r.pkg.Manifest.Name + "@" + r.pkg.Manifest.Version,
