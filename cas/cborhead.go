@@ -81,6 +81,7 @@ type linkScanner struct {
 	data []byte
 	pos  int
 	out  []cid.Cid
+	skip bool // only step over items: links are neither parsed nor kept
 }
 
 // scanLinks returns the links of the single CBOR item data holds, in the
@@ -148,6 +149,9 @@ func (s *linkScanner) item(depth int) bool {
 		}
 		start := s.pos + bn
 		s.pos = start + int(size)
+		if s.skip {
+			return true
+		}
 		c, err := linkFromBytes(s.data[start:s.pos])
 		if err != nil {
 			return false

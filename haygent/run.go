@@ -1189,13 +1189,15 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 		}
 		rc.Halt = halt
 	}
-	if err := rc.Sign(r.opts.Key); err != nil {
-		return nil, err
-	}
-	link, err := r.put(rc)
+	data, err := rc.signEncoded(r.opts.Key)
 	if err != nil {
 		return nil, err
 	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	if err := r.w.Add(r.ctx, b); err != nil {
+		return nil, err
+	}
+	link := cas.Link{Cid: b.CID()}
 	// The receipt is the last block; once the flush returns, the whole
 	// ledger is stored.
 	if err := r.w.Flush(r.ctx); err != nil {
