@@ -190,6 +190,7 @@ func cpuTime(b *testing.B) time.Duration {
 // strictly, chain, signature, gates recomputed, acceptances and places
 // checked, on every core. Target: at least 100,000 transitions a second.
 func BenchmarkVerifyRun(b *testing.B) {
+	defer gcpolicy.Apply()() // as hg verify sets it
 	n := 10000
 	if s := os.Getenv("HG_BENCH_SIZE"); s != "" {
 		n, _ = strconv.Atoi(s)

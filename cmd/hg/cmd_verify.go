@@ -17,6 +17,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -104,6 +105,7 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer gcpolicy.Apply()()
 			ctx := cmd.Context()
 			var trusted []ed25519.PublicKey
 			for _, s := range keys {

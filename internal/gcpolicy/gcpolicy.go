@@ -11,9 +11,10 @@
 // (a run of 100,000 nodes in memory holds a gigabyte of blocks), five times
 // it would be gigabytes of memory touched for little gain: the collector
 // then keeps at most [Headroom] above the live data, and never less than
-// Go's default. hg run, hg resume and hg worker apply it; commands whose
-// live data is the user's (hg verify --bundle holds a bundle in memory)
-// keep Go's default.
+// Go's default. hg run, hg resume, hg worker and hg verify apply it: the
+// verifier decodes every object of every receipt and drops it at once,
+// and the bound keeps a large bundle held in memory (hg verify --bundle)
+// from growing fivefold.
 package gcpolicy
 
 import (
