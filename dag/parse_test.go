@@ -282,3 +282,21 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve error = %v", err)
 	}
 }
+
+// An input that is one reference as a whole must resolve to an object.
+func TestResolveWholeInputMustBeAnObject(t *testing.T) {
+	w := mustParse(t, `{"workorder":"w","objective":"o","nodes":{
+		"a":{"haygent":"echo"},
+		"b":{"haygent":"echo","needs":["a"],"input":{"from":"a","pointer":"/value"}}}}`)
+	lookup := func(from, pointer string) (any, error) {
+		return dag.Lookup(map[string]any{"value": "hi", "obj": map[string]any{"k": "v"}}, pointer)
+	}
+	if got, err := w.Nodes["b"].Resolve(lookup); err == nil || !strings.Contains(err.Error(), "gives a string, not an object") {
+		t.Fatalf("Resolve = %v, %v; want an error", got, err)
+	}
+	w.Nodes["b"].Input["pointer"] = "/obj"
+	got, err := w.Nodes["b"].Resolve(lookup)
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"k": "v"}) {
+		t.Fatalf("Resolve = %v, %v; want the object", got, err)
+	}
+}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -279,9 +280,19 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 		return nil, err
 	}
 	rec, _, err := LoadRecord(ctx, st, run)
+	var obj dag.Object
+	if err == nil {
+		err = st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) })
+	}
 	st.Close()
 	if err != nil {
 		return nil, err
+	}
+	// Each node runs the package the stored Work Order names, or not at
+	// all: a package directory edited since Start hashes to another tree.
+	packages := make(map[string]cid.Cid, len(obj.Nodes))
+	for _, n := range obj.Nodes {
+		packages[n.Name] = n.Haygent.Cid
 	}
 	for i := range rec.Nodes {
 		switch rec.Nodes[i].State {
@@ -304,14 +315,20 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 		}
 	}
 	rec.Status = StatusRunning
-	// Resuming is a decision to go on: it withdraws an earlier cancel.
-	if st, err := s.opts.Store.Open(ctx, false); err == nil {
-		_ = st.DeleteRef(ctx, CancelNamespace, run)
-		st.Close()
+	// Resuming is a decision to go on: it withdraws an earlier cancel. A
+	// request it cannot withdraw would stop the run at its first poll.
+	wst, err := s.opts.Store.Open(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	err = wst.DeleteRef(ctx, CancelNamespace, run)
+	wst.Close()
+	if err != nil && !errors.Is(err, cas.ErrNotFound) {
+		return nil, fmt.Errorf("withdraw the cancel request of %s: %w", run, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &execution{s: s, plan: plan, rec: rec, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, byReceipt: map[cid.Cid]string{}, cancel: cancel}
+	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, byReceipt: map[cid.Cid]string{}, cancel: cancel}
 	return e.run(ctx)
 }
 
@@ -338,7 +355,20 @@ func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Reco
 		}
 	}
 	if rec.Status == StatusRunning {
+		// As settle decides it: a run whose required nodes are all done
+		// is done, whatever else was still running.
 		rec.Status, rec.Reason = StatusCancelled, "cancelled on request"
+		var obj dag.Object
+		if err := st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+			return nil, err
+		}
+		wo, err := dag.FromObject(obj)
+		if err != nil {
+			return nil, err
+		}
+		if outcomeCheck(&Record{Status: StatusDone, Nodes: rec.Nodes}, wo).OK {
+			rec.Status, rec.Reason = StatusDone, "every required node is done"
+		}
 	}
 	rec.Updated = now.UTC().Format(time.RFC3339Nano)
 	blocks, root, err := encodeRecord(ctx, rec, nil)
@@ -355,6 +385,8 @@ func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Reco
 type execution struct {
 	s    *Scheduler
 	plan *Plan
+
+	packages map[string]cid.Cid // the package tree of each node, as the stored Work Order names it
 
 	mu       sync.Mutex
 	rec      *Record
@@ -709,11 +741,17 @@ func outputOf(ctx context.Context, st cas.Store, receipt cid.Cid) (map[string]an
 	if err != nil {
 		return nil, err
 	}
+	return receiptOutput(ctx, st, receipt, r)
+}
+
+// receiptOutput returns the output document of the receipt r, stored at
+// receipt.
+func receiptOutput(ctx context.Context, st cas.Store, receipt cid.Cid, r *haygent.Receipt) (map[string]any, error) {
 	if r.Output == nil {
 		return nil, fmt.Errorf("receipt %s has no output", receipt)
 	}
 	var p haygent.Packet
-	err = st.View(ctx, r.Output.Cid, func(data []byte) error { return cas.Unmarshal(data, &p) })
+	err := st.View(ctx, r.Output.Cid, func(data []byte) error { return cas.Unmarshal(data, &p) })
 	if err != nil {
 		return nil, err
 	}
@@ -726,7 +764,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	res := result{node: name}
 	fail := func(state, format string, args ...any) result {
 		res.state, res.reason = state, fmt.Sprintf(format, args...)
-		res.cancelled = ctx.Err() != nil && !res.receipt.Defined()
+		// A record never names a receipt or acceptance whose blocks it
+		// does not commit; a node cut short without them was cancelled
+		// if the run was, and runs again on resume.
+		if res.blocks == nil {
+			res.receipt, res.accept = cid.Undef, cid.Undef
+			res.cancelled = ctx.Err() != nil
+		}
 		return res
 	}
 	wo := e.plan.WorkOrder
@@ -750,6 +794,9 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "package: %v", err)
 	}
 	pkgCID := pb.root
+	if want := e.packages[name]; pkgCID != want {
+		return fail(dag.Failed, "package: %s has changed since the run started: the work order names %s, the directory now holds %s", pkg.Dir, want, pkgCID)
+	}
 	inData, err := cas.EncodeNode(cas.FromJSON(input))
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
@@ -802,9 +849,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.receipt = out.Receipt
+	// The work is done: it is judged whatever happens to the run
+	// meanwhile, so that a cancel arriving now does not leave a receipt
+	// without a verdict.
+	vctx := context.WithoutCancel(ctx)
 	// The package tree was stored and hashed by this scheduler; every
 	// other block of the receipt's closure is walked and re-hashed.
-	v, err := haygent.VerifyReceiptKnown(ctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
+	v, err := haygent.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
 	if err != nil {
 		return fail(dag.Failed, "verify: %v", err)
 	}
@@ -815,7 +866,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	// The receipt must be for this node's work: its package and its input,
 	// whatever engine ran it.
-	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData))
+	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData, NodeRunID(e.rec.Run, name), upstream))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
@@ -824,7 +875,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "%v", err)
 	}
 	ab := cas.NewBlock(cas.DagCBOR, data)
-	if err := stg.Put(ctx, ab); err != nil {
+	if err := stg.Put(vctx, ab); err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.accept = ab.CID()
@@ -840,7 +891,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		}
 		return fail(dag.Failed, "receipt rejected")
 	case v.Status != haygent.StatusPass:
-		r, err := haygent.LoadReceipt(ctx, stg, out.Receipt)
+		r, err := haygent.LoadReceipt(vctx, stg, out.Receipt)
 		if err != nil || r.Halt == nil {
 			return fail(dag.Failed, "HALT")
 		}
@@ -861,7 +912,7 @@ type memoHit struct {
 
 // sameWork checks that a verified receipt is for the package and input
 // the node asked for.
-func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte) CheckRec {
+func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid) CheckRec {
 	c := CheckRec{Name: "same work"}
 	switch {
 	case v.Object == nil:
@@ -870,12 +921,23 @@ func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte) CheckRec {
 	case v.Object.Package.Cid != pkg:
 		c.Detail = fmt.Sprintf("receipt ran package %s, the node asked for %s", v.Object.Package.Cid, pkg)
 		return c
+	case v.Object.Run != run:
+		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", v.Object.Run, run)
+		return c
 	case v.Input == nil:
 		c.Detail = "the receipt's input packet cannot be read"
 		return c
 	}
-	got, err := cas.EncodeNode(v.Input.Payload)
-	if err != nil || string(got) != string(input) {
+	var got []cid.Cid
+	for _, l := range v.Input.Upstream {
+		got = append(got, l.Cid)
+	}
+	if !sameCIDs(got, upstream) {
+		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the node was given %v", got, upstream)
+		return c
+	}
+	enc, err := cas.EncodeNode(v.Input.Payload)
+	if err != nil || string(enc) != string(input) {
 		c.Detail = "the receipt's input is not the node's input"
 		return c
 	}
@@ -899,7 +961,10 @@ func (e *execution) engine() Engine {
 		}}
 }
 
-// memo looks the key up; a hit must still be an accepted PASS.
+// memo looks the key up; a hit must still be an accepted PASS, signed by
+// a key this scheduler trusts: an entry another run accepted under keys
+// it trusted (a worker's, with hg run --trust) is not this run's to reuse
+// unless this run trusts them too.
 func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
 	// The index, read once per run, spares a miss the store.
 	c, ok := e.memoIndex[key]
@@ -918,7 +983,11 @@ func (e *execution) memo(ctx context.Context, key string) (memoHit, bool) {
 	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != haygent.StatusPass {
 		return memoHit{}, false
 	}
-	out, err := outputOf(ctx, st, acc.Receipt.Cid)
+	r, err := haygent.LoadReceipt(ctx, st, acc.Receipt.Cid)
+	if err != nil || !slices.ContainsFunc(e.s.opts.Trusted, func(k ed25519.PublicKey) bool { return bytes.Equal(k, r.Signer) }) {
+		return memoHit{}, false
+	}
+	out, err := receiptOutput(ctx, st, acc.Receipt.Cid, r)
 	if err != nil {
 		return memoHit{}, false
 	}
