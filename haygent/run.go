@@ -179,7 +179,11 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	r.lastChange = map[string]time.Time{}
 	var err error
 	if r.opts.PackageCID.Defined() {
-		if ok, err := r.st.Has(r.ctx, r.opts.PackageCID); err != nil || !ok {
+		ok, err := r.st.Has(r.ctx, r.opts.PackageCID)
+		if err != nil {
+			return nil, fmt.Errorf("look up package %s: %w", r.opts.PackageCID, err)
+		}
+		if !ok {
 			return nil, fmt.Errorf("package %s is not in the store", r.opts.PackageCID)
 		}
 		r.pkgCID = r.opts.PackageCID
@@ -233,6 +237,16 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	if r.opts.CheckUpstream != nil {
 		for _, u := range r.opts.Upstream {
 			if err := r.opts.CheckUpstream(r.work, u); err != nil {
+				// A re-check cut short by the caller or by the run's time
+				// limit says nothing against the upstream receipt: it is
+				// no UPSTREAM halt, and with no step recorded yet there is
+				// no chain to sign.
+				if cerr := r.ctx.Err(); cerr != nil {
+					return nil, cerr
+				}
+				if r.work.Err() != nil {
+					return nil, fmt.Errorf("haygent: the run ended before its first step: run time limit of %s reached while re-checking upstream receipt %s: %v", r.pkg.Manifest.Timeouts.Run, u, err)
+				}
 				halt := &Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
 				rec, err := r.begin(Step{ID: "upstream"}, "upstream")
 				if err != nil {
@@ -304,6 +318,9 @@ func (r *runner) loop() (*Halt, []gateOutcome, error) {
 		if shalt != nil {
 			shalt.Attempts, shalt.FailedGate, shalt.Verdict = r.attempt, failed.res.Gate, string(failed.res.Verdict)
 			shalt.LastEvidence = failed.read
+			// The repair slot is no step of the spine: a rerun starts
+			// where a repair would have.
+			shalt.RestartPoint = r.restartPoint()
 			return shalt, results, nil
 		}
 		if proposal != nil {
@@ -926,7 +943,8 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 	rec.adapter = adapterName
 	var errs []string
 	var accepted map[string]any
-	for try := 1; try <= slot.Limit && accepted == nil; try++ {
+	timedOut := false // the run's time limit cut the slot's calls short
+	for try := 1; try <= slot.Limit && accepted == nil && !timedOut; try++ {
 		call := SlotCall{Type: TypeSlotCall, Slot: name, Adapter: adapterName, Model: model, Try: int64(try),
 			PromptDigest: "sha256:" + hex.EncodeToString(promptSum[:]), Projection: projLink, Errors: []string{}}
 		var raw []byte
@@ -943,6 +961,9 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 		if err != nil {
 			call.Verdict = "error"
 			errs = []string{err.Error()}
+			// Once the run's time is up every further try fails the same
+			// way: the slot ran out of time, no proposal was rejected.
+			timedOut = r.work.Err() != nil
 		} else if prop, verr := r.verifyProposal(slot, raw); verr != nil {
 			call.Verdict = "rejected"
 			errs = verr
@@ -964,8 +985,17 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 		rec.slotCalls = append(rec.slotCalls, link)
 		r.slotCalls = append(r.slotCalls, link)
 	}
+	if timedOut {
+		if cerr := r.ctx.Err(); cerr != nil {
+			return nil, nil, cerr // the caller gave up on the run: no receipt
+		}
+	}
 	var halt *Halt
 	switch {
+	case timedOut:
+		rec.status = "halted"
+		rec.note = "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name + ": " + strings.Join(errs, "; ")
+		halt = &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name, RestartPoint: stepID}
 	case accepted != nil:
 		adj := r.state["adjustable"].(map[string]any)
 		for k, v := range accepted {
@@ -1167,10 +1197,15 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 		rc.Artifacts = []Artifact{}
 	}
 	if halt == nil && allPassed(results) {
+		// pointerSet keeps the output an object; the check here is so a
+		// broken state halts the run rather than panicking it.
+		output, isObject := r.state["output"].(map[string]any)
 		if err := validate(r.pkg.Output, r.state["output"]); err != nil {
 			halt = &Halt{Verdict: string(gate.Invalid), Reason: "output breaks the output contract: " + err.Error(), Attempts: r.attempt, RestartPoint: r.restartPoint()}
+		} else if !isObject {
+			halt = &Halt{Verdict: string(gate.Invalid), Reason: "the output is not a JSON object, which an output packet must be", Attempts: r.attempt, RestartPoint: r.restartPoint()}
 		} else {
-			out, err := r.packet(r.state["output"].(map[string]any), OutputSchema)
+			out, err := r.packet(output, OutputSchema)
 			if err != nil {
 				return nil, err
 			}

@@ -54,3 +54,30 @@ func TestRunOutOfTimeBeforeFirstStep(t *testing.T) {
 		t.Fatalf("Run = %v, want an error saying the time limit came before the first step", err)
 	}
 }
+
+// A re-check of an upstream receipt that the run's time limit cuts short
+// says nothing against that receipt: no UPSTREAM halt is recorded, and
+// with no step run there is no receipt.
+func TestUpstreamRecheckOutOfTime(t *testing.T) {
+	err := runBeforeFirstStep(t, context.Background(), "20ms", func(ctx context.Context, _ cid.Cid) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err == nil || !strings.Contains(err.Error(), "before its first step") || !strings.Contains(err.Error(), "time limit") {
+		t.Fatalf("Run = %v, want an error saying the time limit came before the first step", err)
+	}
+}
+
+// A caller that gives up during an upstream re-check gets its context's
+// error, not an UPSTREAM halt.
+func TestUpstreamRecheckCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := runBeforeFirstStep(t, ctx, "1m", func(ctx context.Context, _ cid.Cid) error {
+		cancel()
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+}

@@ -43,11 +43,23 @@ func pointerGet(doc any, ptr string) (any, bool) {
 	return cur, true
 }
 
-// pointerSet sets the value at ptr in doc, creating maps on the way.
+// stateObjects are the entries of the run state the runtime itself reads
+// as objects: it merges accepted proposals into "adjustable", records exec
+// steps under "steps" and packs "output" into the output packet.
+var stateObjects = map[string]bool{"input": true, "adjustable": true, "steps": true, "output": true}
+
+// pointerSet sets the value at ptr in doc, creating maps on the way. It
+// refuses to replace one of the state's objects with anything else, so
+// the runtime never finds a string where it keeps its own records.
 func pointerSet(doc map[string]any, ptr string, v any) error {
 	parts, err := splitPointer(ptr)
 	if err != nil || len(parts) == 0 {
 		return fmt.Errorf("bad JSON pointer %q", ptr)
+	}
+	if len(parts) == 1 && stateObjects[parts[0]] {
+		if _, ok := v.(map[string]any); !ok {
+			return fmt.Errorf("JSON pointer %q would replace the state's %s object with a non-object", ptr, parts[0])
+		}
 	}
 	cur := doc
 	for _, p := range parts[:len(parts)-1] {

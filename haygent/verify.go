@@ -206,7 +206,7 @@ func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trus
 	}
 	vr := &verifier{
 		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known,
-		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{},
+		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
 	}
 	if err := vr.verify(receipt, trusted); err != nil {
 		return nil, err
@@ -224,6 +224,7 @@ type verifier struct {
 	badOrder    []cid.Cid
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
+	misread     map[cid.Cid]bool // typed objects also linked as an untyped node, already noted
 	canon       problems
 	known       map[cid.Cid]bool // closures verified by the caller
 }
@@ -461,7 +462,20 @@ func copyInto(src, dst any) bool {
 // node reads and strictly decodes an untyped object whose "type" must be
 // typ (the permission snapshot).
 func (vr *verifier) node(c cid.Cid, what, typ string) error {
-	if _, ok := vr.decoded[c]; ok || vr.undecodable[c] {
+	if prev, ok := vr.decoded[c]; ok {
+		// The same block may be linked many times (one snapshot for the
+		// receipt and every transition), but it is a snapshot only if
+		// it was read as one: a typed object, such as the input packet,
+		// is not.
+		if m, isNode := prev.(map[string]any); !isNode || m["type"] != typ {
+			if !vr.misread[c] {
+				vr.canon.add("%s %s is not an %s object", what, c, typ)
+				vr.misread[c] = true
+			}
+		}
+		return nil
+	}
+	if vr.undecodable[c] {
 		return nil
 	}
 	if why, ok := vr.bad[c]; ok {

@@ -621,6 +621,33 @@ func TestVerifyChainTampered(t *testing.T) {
 	})
 }
 
+// A permission snapshot is an hg/permissions@1 object however often it is
+// linked: the receipt and every transition link the same one, and a link
+// to another object the verifier has read, such as the input packet, is
+// no snapshot.
+func TestVerifyPermissionsLink(t *testing.T) {
+	st := memstore.New()
+	res := runHaygent(t, st, multiStep(t), runOpts{files: map[string]string{"data.bin": "bytes"}})
+	wantOK(t, verify(t, st, res.ReceiptCID, trusted), "canonical form")
+
+	t.Run("everywhere the input packet", func(t *testing.T) {
+		r := loadReceipt(t, st, res.ReceiptCID)
+		ts, _ := chainOf(t, st, r)
+		for i := range ts {
+			ts[i].Permissions = r.Input
+		}
+		r.Permissions = r.Input
+		v := verify(t, st, relink(t, st, r, ts), trusted)
+		wantFailed(t, v, "canonical form", "permission snapshot "+r.Input.String(), "is not an hg/permissions@1 object")
+	})
+	t.Run("the receipt's only", func(t *testing.T) {
+		r := loadReceipt(t, st, res.ReceiptCID)
+		r.Permissions = r.Input
+		v := verify(t, st, resign(t, st, r, verifyKey), trusted)
+		wantFailed(t, v, "canonical form", "permission snapshot "+r.Input.String(), "is not an hg/permissions@1 object")
+	})
+}
+
 func TestVerifyBlocksDamaged(t *testing.T) {
 	t.Run("evidence deleted", func(t *testing.T) {
 		st := memstore.New()
