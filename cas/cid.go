@@ -63,6 +63,9 @@ func Verify(c cid.Cid, data []byte) error {
 		}
 		return nil
 	}
+	if err := fullDigest(c); err != nil {
+		return fmt.Errorf("verify %s: %w", c, err)
+	}
 	got, err := c.Prefix().Sum(data)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", c, err)
@@ -87,6 +90,29 @@ func CheckHash(c cid.Cid) error {
 	if isSHA256v1(c) {
 		return nil
 	}
+	if err := fullDigest(c); err != nil {
+		return err
+	}
 	_, err := c.Prefix().Sum(nil)
 	return err
+}
+
+// minDigest is the shortest digest a CID may keep of its hash's output:
+// multihashes may be truncated, but one cut to no bytes (or a few) would
+// let any bytes pass for the block. 20 bytes keep 160 bits.
+const minDigest = 20
+
+// fullDigest refuses a CID whose multihash keeps less than [minDigest]
+// bytes of its hash function's digest (or less than the whole of a
+// shorter one). The identity hash holds the bytes themselves, whatever
+// their length.
+func fullDigest(c cid.Cid) error {
+	p := c.Prefix()
+	if p.MhType == mh.IDENTITY {
+		return nil
+	}
+	if full, ok := mh.DefaultLengths[p.MhType]; ok && full > 0 && p.MhLength < min(full, minDigest) {
+		return fmt.Errorf("%w: the %s digest keeps %d bytes, fewer than the %d a CID must", ErrInvalid, mh.Codes[p.MhType], p.MhLength, min(full, minDigest))
+	}
+	return nil
 }

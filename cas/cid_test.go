@@ -61,3 +61,30 @@ func TestVerifyAndCheckHashAcrossCIDKinds(t *testing.T) {
 		t.Fatalf("a mismatched digest: %v", err)
 	}
 }
+
+// A CID whose digest is cut to under 20 bytes names no bytes in
+// particular: Verify and CheckHash refuse it, whatever the data.
+func TestTruncatedDigestsAreRefused(t *testing.T) {
+	full := sha256.Sum256([]byte("a forged contract"))
+	for _, n := range []int{0, 1, 16, 19} {
+		h, err := mh.Encode(full[:n], mh.SHA2_256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cid.NewCidV1(cas.Raw, h)
+		if err := cas.Verify(c, []byte("a forged contract")); !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("Verify(%s, %d-byte digest) = %v, want ErrInvalid", c, n, err)
+		}
+		if err := cas.CheckHash(c); !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("CheckHash(%s) = %v, want ErrInvalid", c, err)
+		}
+	}
+	// The identity hash is the data itself, of any length.
+	id, err := mh.Encode([]byte("hi"), mh.IDENTITY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.Verify(cid.NewCidV1(cas.Raw, id), []byte("hi")); err != nil {
+		t.Errorf("identity CID: %v", err)
+	}
+}

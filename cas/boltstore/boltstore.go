@@ -300,7 +300,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 // checkLayout checks that db has the buckets and format version of a
 // store.
 func checkLayout(db *bolt.DB) error {
-	return db.View(func(tx *bolt.Tx) error {
+	return view(db, func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return fmt.Errorf("%s is not an hg store: it has no %q bucket", db.Path(), bucketMeta)
@@ -381,7 +381,7 @@ func (s *Store) Has(ctx context.Context, c cid.Cid) (bool, error) {
 	}
 	defer end()
 	var ok bool
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketBlocks).Get(c.Bytes()) != nil
 		return nil
 	})
@@ -427,7 +427,7 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 		loc    location
 		packed bool
 	)
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketBlocks).Get(c.Bytes())
 		if v == nil {
 			return &cas.NotFoundError{CID: c}
@@ -516,7 +516,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		}
 	}
 	packSmall := smallBytes >= packSmallMin
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = update(s.db, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		cur := currentPack(tx)
 		ps := getPackStat(tx, cur)
@@ -639,7 +639,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var dead []uint64 // packs no block points into any more
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = update(s.db, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		stats := map[uint64]packStat{}
 		for i, c := range cids {
@@ -714,7 +714,7 @@ func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error)
 			return err
 		}
 		batch = batch[:0]
-		err = s.db.View(func(tx *bolt.Tx) error {
+		err = view(s.db, func(tx *bolt.Tx) error {
 			cur := tx.Bucket(bucketBlocks).Cursor()
 			var k, v []byte
 			if after == nil {
@@ -765,7 +765,7 @@ func (s *Store) SetPin(ctx context.Context, name string, c cid.Cid) error {
 		return err
 	}
 	defer end()
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return update(s.db, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPins).Put([]byte(name), c.Bytes())
 	})
 }
@@ -778,7 +778,7 @@ func (s *Store) DeletePin(ctx context.Context, name string) error {
 		return err
 	}
 	defer end()
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return update(s.db, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPins)
 		if b.Get([]byte(name)) == nil {
 			return fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
@@ -795,7 +795,7 @@ func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 	}
 	defer end()
 	var out []cas.Pin
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPins).ForEach(func(k, v []byte) error {
 			c, err := cas.CastCID(v)
 			if err != nil {
@@ -829,7 +829,7 @@ func (s *Store) SetRefs(ctx context.Context, refs ...cas.Ref) error {
 		return err
 	}
 	defer end()
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return update(s.db, func(tx *bolt.Tx) error {
 		for _, r := range refs {
 			b, err := tx.Bucket(bucketRefs).CreateBucketIfNotExists([]byte(r.NS))
 			if err != nil {
@@ -851,7 +851,7 @@ func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
 	}
 	defer end()
 	var c cid.Cid
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRefs).Bucket([]byte(ns))
 		var v []byte
 		if b != nil {
@@ -874,7 +874,7 @@ func (s *Store) DeleteRef(ctx context.Context, ns, name string) error {
 		return err
 	}
 	defer end()
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return update(s.db, func(tx *bolt.Tx) error {
 		refs := tx.Bucket(bucketRefs)
 		b := refs.Bucket([]byte(ns))
 		if b == nil || b.Get([]byte(name)) == nil {
@@ -901,7 +901,7 @@ func (s *Store) Refs(ctx context.Context, ns string) ([]cas.Pin, error) {
 	}
 	defer end()
 	out := []cas.Pin{}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRefs).Bucket([]byte(ns))
 		if b == nil {
 			return nil
@@ -926,7 +926,7 @@ func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
 	}
 	defer end()
 	out := []string{}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = view(s.db, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRefs).ForEachBucket(func(k []byte) error {
 			out = append(out, string(k))
 			return nil
@@ -957,4 +957,34 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close store %s: %w", s.dir, perr)
 	}
 	return nil
+}
+
+// ErrDamaged is wrapped by the errors of a store whose database file is
+// damaged: bbolt found a page that is not what the file says it is. It
+// wraps [cas.ErrCorrupt], an integrity failure.
+var ErrDamaged error = damaged{}
+
+type damaged struct{}
+
+func (damaged) Error() string        { return "the database file is damaged" }
+func (damaged) Is(target error) bool { return target == cas.ErrCorrupt }
+
+// view and update run a bbolt transaction. bbolt panics on a page that is
+// not what the file says it is (a damaged database); the transaction is
+// rolled back, its lock released, and the panic becomes an error that
+// wraps [ErrDamaged], so that a command reports it instead of crashing.
+func view(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
+	defer recoverDamage(db, &err)
+	return db.View(fn)
+}
+
+func update(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
+	defer recoverDamage(db, &err)
+	return db.Update(fn)
+}
+
+func recoverDamage(db *bolt.DB, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: %w (bbolt: %v)", db.Path(), ErrDamaged, r)
+	}
 }

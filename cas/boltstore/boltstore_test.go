@@ -509,3 +509,55 @@ func TestAllKeysLetsFnWrite(t *testing.T) {
 		t.Errorf("%d blocks left, want %d", left, want)
 	}
 }
+
+// A database file with a page overwritten makes bbolt panic when it meets
+// the page; every operation reports ErrDamaged (an integrity failure)
+// instead, and the store can still be closed and opened again.
+func TestDamagedPageIsAnError(t *testing.T) {
+	s, dir := newStore(t)
+	ctx := context.Background()
+	b := block("damage", 100)
+	if err := s.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPin(ctx, "p", b.CID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, dbFile), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xab}, 4096), 4*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = Open(dir, nil)
+	if err != nil {
+		if !errors.Is(err, ErrDamaged) {
+			t.Fatalf("Open: %v, want ErrDamaged or success", err)
+		}
+		return
+	}
+	defer s.Close()
+	damaged := 0
+	check := func(op string, err error) {
+		if errors.Is(err, ErrDamaged) {
+			if !errors.Is(err, cas.ErrCorrupt) {
+				t.Errorf("%s: %v does not wrap ErrCorrupt", op, err)
+			}
+			damaged++
+		}
+	}
+	_, err = s.Pins(ctx)
+	check("Pins", err)
+	_, err = s.Get(ctx, b.CID())
+	check("Get", err)
+	check("AllKeys", s.AllKeys(ctx, func(cid.Cid, int) error { return nil }))
+	check("Put", s.Put(ctx, block("more", 200)))
+	if damaged == 0 {
+		t.Fatal("no operation met the damaged page")
+	}
+}

@@ -21,7 +21,7 @@ func Corrupt(dir string, c cid.Cid, flip int) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = update(s.db, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBlocks)
 		v := b.Get(c.Bytes())
 		if v == nil {

@@ -259,7 +259,7 @@ func (p *packs) recover(db *bolt.DB) error {
 	if err != nil {
 		return err
 	}
-	return db.View(func(tx *bolt.Tx) error {
+	return view(db, func(tx *bolt.Tx) error {
 		cur := currentPack(tx)
 		for _, de := range ents {
 			name, ok := strings.CutSuffix(de.Name(), ".pack")
