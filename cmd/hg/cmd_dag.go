@@ -116,6 +116,10 @@ named "..", for one, is refused.`,
 					return err
 				}
 				if pin != "" {
+					// As for hg pin add: never a pin to a partial object.
+					if err := cas.CheckClosure(cmd.Context(), st, b.CID()); err != nil {
+						return fmt.Errorf("stored %s, not pinned: %w", b.CID(), err)
+					}
 					if err := st.SetPin(cmd.Context(), pin, b.CID()); err != nil {
 						return err
 					}
