@@ -14,6 +14,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
 )
@@ -311,6 +312,22 @@ func newReportCmd(g *globals) *cobra.Command {
 				c, err := resolve(ctx, st, args[0])
 				if err != nil {
 					return err
+				}
+				// A block that is not a receipt is the wrong argument, not
+				// damage: only what fails to decode is an integrity error.
+				typ, err := ledgerType(ctx, st, c)
+				if err != nil {
+					return err
+				}
+				if typ == scheduler.TypeRun {
+					rec, err := scheduler.LoadRecordAt(ctx, st, c)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
+					}
+					return runReport(ctx, g, st, rec.Run)
 				}
 				l, err := haygent.LoadLedger(ctx, st, c)
 				if err != nil {
