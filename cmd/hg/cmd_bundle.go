@@ -60,6 +60,11 @@ failed export leaves nothing there; -o - writes to standard output.`,
 			case out == "-" && asJSON:
 				return usageError{errors.New("--json needs -o FILE.car: standard output holds the bundle")}
 			}
+			if out != "-" {
+				if err := outsideStore(g, out); err != nil {
+					return err
+				}
+			}
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
 				roots := make([]cid.Cid, len(args))

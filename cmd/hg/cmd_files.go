@@ -165,6 +165,11 @@ be empty. Every block is verified before its bytes are used; a damaged block
 stops the command with exit code 4 and leaves nothing at PATH.`,
 		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if out != "" {
+				if err := outsideStore(g, out); err != nil {
+					return err
+				}
+			}
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
 				c, err := resolve(ctx, st, args[0])

@@ -88,3 +88,38 @@ func (g *globals) withStore(readOnly bool, fn func(st cas.Store) error) (err err
 	defer closeStore(st, &err)
 	return fn(st)
 }
+
+// outsideStore refuses an output path inside the store directory: writing
+// a bundle or a file there could overwrite the store's own database or
+// packs. Paths are compared after resolving symbolic links, as far as
+// they exist.
+func outsideStore(g *globals, path string) error {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return nil // no store: the command reports that itself
+	}
+	real := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		// Resolve the longest existing prefix, then put the rest back.
+		rest := ""
+		for cur := abs; ; {
+			if r, err := filepath.EvalSymlinks(cur); err == nil {
+				return filepath.Join(r, rest)
+			}
+			parent := filepath.Dir(cur)
+			if parent == cur {
+				return abs
+			}
+			rest = filepath.Join(filepath.Base(cur), rest)
+			cur = parent
+		}
+	}
+	store, out := real(dir), real(path)
+	if rel, err := filepath.Rel(store, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return usageError{fmt.Errorf("-o %s is inside the store %s: hg does not write into its own store", path, dir)}
+	}
+	return nil
+}
