@@ -155,6 +155,11 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 			return err
 		}
 	}
+	unlock, err := lockRun(dir, run)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if asJSON {
 		_ = g.ui.printJSON(map[string]any{"run": run, "event": "started"})
 	} else {
