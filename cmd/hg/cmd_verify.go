@@ -176,6 +176,11 @@ func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, erro
 	}
 	defer f.Close()
 	res, err := cas.ImportCAR(ctx, st, f, nil)
+	if errors.Is(err, cas.ErrNotFound) && ctx.Err() == nil {
+		// A bundle missing a block its roots reach fails verification,
+		// as that block missing from a store does.
+		return nil, integrityError{msg: fmt.Sprintf("verification failed: bundle %s: %v", path, err)}
+	}
 	if err != nil {
 		return nil, importError(path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,7 @@ func TestScripts(t *testing.T) {
 			"grepstore": cmdGrepStore,
 			"carvector": cmdCARVector,
 			"flipbyte":  cmdFlipByte,
+			"dropblock": cmdDropBlock,
 			"tamper":    cmdTamper,
 			"forge":     cmdForgeLedger,
 		},
@@ -236,6 +238,40 @@ func cmdCARVector(ts *testscript.TestScript, neg bool, args []string) {
 	data, err := os.ReadFile(filepath.Join(carVectors, args[0]))
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), data, 0o644))
+}
+
+// dropblock IN OUT N: copy the CAR file IN to OUT without its N-th
+// section (from 0), as a bundle stripped of one block would be.
+func cmdDropBlock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: dropblock IN OUT N")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	in, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer in.Close()
+	cr, err := cas.NewCARReader(in)
+	ts.Check(err)
+	out, err := os.Create(ts.MkAbs(args[1]))
+	ts.Check(err)
+	defer out.Close()
+	cw, err := cas.NewCARWriter(out, cr.Roots())
+	ts.Check(err)
+	for i := 0; ; i++ {
+		sec, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		ts.Check(err)
+		if i == n {
+			continue
+		}
+		b, err := cas.NewBlockWithCID(sec.CID, sec.Data)
+		ts.Check(err)
+		ts.Check(cw.WriteBlock(b))
+	}
+	ts.Check(cw.Flush())
 }
 
 // flipbyte FILE OFFSET: invert the byte at OFFSET of FILE (counted from
