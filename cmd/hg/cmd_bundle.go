@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/scheduler"
@@ -225,13 +226,30 @@ func printImport(u *ui, file string, res *cas.ImportResult, asJSON bool) error {
 }
 
 // resolveRoot is resolve, taking a run id for its latest record too.
+// It also takes RUN/NODE for the receipt of a node of a run, as the replay
+// command of such a receipt names it.
 func resolveRoot(ctx context.Context, st cas.Store, arg string) (cid.Cid, error) {
-	if isRunID(arg) {
-		c, err := st.GetRef(ctx, scheduler.RefNamespace, arg)
-		if err != nil {
-			return cid.Undef, fmt.Errorf("run %s: %w", arg, err)
-		}
-		return c, nil
+	if !isRunID(arg) {
+		return resolve(ctx, st, arg)
 	}
-	return resolve(ctx, st, arg)
+	if run, node, ok := strings.Cut(arg, "/"); ok {
+		rec, _, err := scheduler.LoadRecord(ctx, st, run)
+		if err != nil {
+			return cid.Undef, fmt.Errorf("run %s: %w", run, err)
+		}
+		for _, n := range rec.Nodes {
+			if n.Name == node {
+				if n.Receipt == nil {
+					return cid.Undef, fmt.Errorf("node %s of run %s has no receipt (it is %s)", node, run, n.State)
+				}
+				return n.Receipt.Cid, nil
+			}
+		}
+		return cid.Undef, fmt.Errorf("run %s has no node %q", run, node)
+	}
+	c, err := st.GetRef(ctx, scheduler.RefNamespace, arg)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("run %s: %w", arg, err)
+	}
+	return c, nil
 }

@@ -122,6 +122,13 @@ The receipt is signed with the store's runner key (made on first use; see
 						return usageError{err}
 					}
 				}
+				// The command that replays this invocation: hg replay takes
+				// the receipt, by pin or CID (which the receipt cannot
+				// contain), not its run id.
+				opts.Replay = "hg replay RECEIPT"
+				if pin != "" {
+					opts.Replay = "hg replay " + pin
+				}
 				res, err := haygent.Run(cmd.Context(), pkg, input, opts)
 				if err != nil {
 					return err
@@ -303,13 +310,13 @@ func newReportCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
-				if isRunID(args[0]) {
+				if isRunID(args[0]) && !strings.Contains(args[0], "/") {
 					if asJSON {
 						return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
 					}
 					return runReport(ctx, g, st, args[0])
 				}
-				c, err := resolve(ctx, st, args[0])
+				c, err := resolveRoot(ctx, st, args[0]) // a CID, a pin or RUN/NODE
 				if err != nil {
 					return err
 				}
