@@ -79,9 +79,16 @@ named "..", for one, is refused.`,
 				defer f.Close()
 				in = f
 			}
-			raw, err := io.ReadAll(io.LimitReader(in, cas.MaxBlockSize*4+1))
+			// DAG-JSON of a block at the size limit takes at most four
+			// times its bytes (base64, escapes); more is refused as such,
+			// not parsed cut short.
+			const maxInput = cas.MaxBlockSize * 4
+			raw, err := io.ReadAll(io.LimitReader(in, maxInput+1))
 			if err != nil {
 				return err
+			}
+			if len(raw) > maxInput {
+				return fmt.Errorf("input of more than %d bytes: %w", maxInput, cas.ErrTooLarge)
 			}
 			var node any
 			switch inputCodec {

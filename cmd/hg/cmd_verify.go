@@ -264,6 +264,13 @@ func ledgerType(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
 			return "", err
 		}
 	}
+	if c.Type() != cas.DagCBOR {
+		if ok, err := st.Has(ctx, c); err != nil {
+			return "", err
+		} else if !ok {
+			return "", fmt.Errorf("%s is not in the store or bundle: %w", c, cas.ErrNotFound)
+		}
+	}
 	switch typ {
 	case haygent.TypeReceipt, scheduler.TypeRun:
 		return typ, nil
