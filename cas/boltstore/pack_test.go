@@ -210,3 +210,39 @@ func TestSmallBlocksPackedInBigPuts(t *testing.T) {
 		t.Fatalf("get of a damaged packed small block: %v, want ErrCorrupt", err)
 	}
 }
+
+// The current pack, once nothing live is left in it (a refused import's
+// blocks deleted, say), is emptied rather than kept at its size; blocks
+// put afterwards are stored and read back from it.
+func TestEmptyCurrentPackIsCut(t *testing.T) {
+	ctx := context.Background()
+	s, dir := newStore(t)
+	defer s.Close()
+	a, b := bigBlock(1, 200<<10), bigBlock(2, 200<<10)
+	if err := s.Put(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, a.CID(), b.CID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range packFiles(t, dir) {
+		info, err := os.Stat(filepath.Join(dir, packDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() != 0 {
+			t.Fatalf("pack %s keeps %d bytes with no live block", name, info.Size())
+		}
+	}
+	c := bigBlock(3, 200<<10)
+	if err := s.Put(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, c.CID())
+	if err != nil || !bytes.Equal(got, c.Data()) {
+		t.Fatalf("get after the pack was cut: %v", err)
+	}
+	if ok, _ := s.Has(ctx, a.CID()); ok {
+		t.Fatal("a deleted block is back")
+	}
+}
