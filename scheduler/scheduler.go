@@ -189,6 +189,16 @@ func (s *Scheduler) Ran() int {
 
 func (s *Scheduler) stamp() string { return s.opts.Now().UTC().Format(time.RFC3339Nano) }
 
+// CheckRunID checks a run id given by a user: "run-" and then letters,
+// digits and ._- (no "/": RUN/NODE names a node of a run).
+func CheckRunID(id string) error {
+	rest, ok := strings.CutPrefix(id, "run-")
+	if !ok || rest == "" || strings.Contains(rest, "/") || cas.CheckPinName(id) != nil {
+		return fmt.Errorf("run id %q: want run- followed by letters, digits and ._-", id)
+	}
+	return nil
+}
+
 // Start stores the Work Order and a new run record, and returns the run id:
 // id if it is not empty, else a new one. An id already in use is an error.
 func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, error) {
@@ -197,8 +207,8 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 		var b [6]byte
 		rand.Read(b[:])
 		run = "run-" + s.opts.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-	} else if !strings.HasPrefix(run, "run-") || cas.CheckPinName(run) != nil {
-		return "", fmt.Errorf("run id %q: want run- followed by letters, digits and ._-", run)
+	} else if err := CheckRunID(run); err != nil {
+		return "", err
 	}
 	st, err := s.opts.Store.Open(ctx, false)
 	if err != nil {

@@ -46,6 +46,11 @@ holds, 3 when it does not (the blocking receipts named), 1 for an invalid
 Work Order (nothing runs).`,
 		Args: exactArgs(1, "one WORKORDER.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runID != "" {
+				if err := scheduler.CheckRunID(runID); err != nil {
+					return usageError{fmt.Errorf("--run-id: %w", err)}
+				}
+			}
 			plan, err := scheduler.Load(args[0])
 			if err != nil {
 				return err
