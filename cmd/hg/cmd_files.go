@@ -17,10 +17,13 @@ import (
 func newInitCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init [DIR]",
-		Short: "create a store (DIR/.haygent, or --store DIR itself)",
+		Short: "create a store (DIR/.haygent, or --store DIR or $HG_STORE itself)",
 		Args:  rangeArgs(0, 1, "at most one DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := g.store
+			if env := os.Getenv("HG_STORE"); dir == "" && len(args) == 0 && env != "" {
+				dir = env // where every other command will look for it
+			}
 			if dir == "" {
 				parent := "."
 				if len(args) == 1 {
