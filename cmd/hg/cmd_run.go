@@ -227,6 +227,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// A record that says running while no process holds the
+				// run's lock was left by a process that died.
+				orphaned := false
+				if dir, err := locateStore(g.store); err == nil && rec.Status == scheduler.StatusRunning {
+					orphaned = !runActive(dir, rec.Run)
+				}
 				if asJSON {
 					type nodeJSON struct {
 						Name     string `json:"name"`
@@ -244,11 +250,18 @@ func newStatusCmd(g *globals) *cobra.Command {
 						}
 						nodes = append(nodes, nj)
 					}
-					return g.ui.printJSON(map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes})
+					out := map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes}
+					if rec.Status == scheduler.StatusRunning {
+						out["executing"] = !orphaned
+					}
+					return g.ui.printJSON(out)
 				}
 				g.ui.printf("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
 				if rec.Reason != "" {
 					g.ui.printf("  %s\n", rec.Reason)
+				}
+				if orphaned {
+					g.ui.printf("  no process is executing it (the one that was died): 'hg resume %s' goes on\n", rec.Run)
 				}
 				tw := tabwriter.NewWriter(g.ui.stdout, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tRECEIPT\tNOTE")

@@ -38,8 +38,9 @@ type nodeStatus struct {
 }
 
 type runStatus struct {
-	Status string       `json:"status"`
-	Nodes  []nodeStatus `json:"nodes"`
+	Status    string       `json:"status"`
+	Executing *bool        `json:"executing"` // only while the record says running
+	Nodes     []nodeStatus `json:"nodes"`
 }
 
 func status(t *testing.T, hg, store, run string) (runStatus, error) {
@@ -110,6 +111,9 @@ func TestKillAndResume(t *testing.T) {
 		t.Errorf("hg put during the run: %v %s", err, out)
 	}
 	waitDone(2)
+	if s, err := status(t, hg, store, run); err != nil || s.Executing == nil || !*s.Executing {
+		t.Errorf("status during the run: executing %v, %v; want true", s.Executing, err)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +124,9 @@ func TestKillAndResume(t *testing.T) {
 	}
 	if after.Status != "running" {
 		t.Fatalf("status after the kill %q, want running (the process died)", after.Status)
+	}
+	if after.Executing == nil || *after.Executing {
+		t.Errorf("status after the kill says executing %v, want false: no process holds the run", after.Executing)
 	}
 	doneBefore := map[string]string{}
 	for _, n := range after.Nodes {

@@ -52,3 +52,14 @@ func samePath(f *os.File, path string) bool {
 	b, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
+
+// runActive reports whether a process holds run's lock in the store at
+// dir, that is, executes the run now.
+func runActive(dir, run string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, activeDir, run), os.O_RDWR, 0)
+	if err != nil {
+		return false // no lock file: nobody has held it since it was removed
+	}
+	defer f.Close() // closing drops a lock taken here
+	return tryLock(f) != nil
+}
