@@ -140,6 +140,11 @@ func CheckPinName(name string) error {
 			return fmt.Errorf("pin name %q: empty, . or .. segment: %w", name, ErrInvalid)
 		}
 	}
+	// A name that reads as a CID could never be used by name: commands
+	// take a CID first.
+	if _, err := cid.Decode(name); err == nil {
+		return fmt.Errorf("pin name %q reads as a CID: %w", name, ErrInvalid)
+	}
 	return nil
 }
 

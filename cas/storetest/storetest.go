@@ -688,7 +688,7 @@ func (s *suite) testPinNames(t *testing.T) {
 	st := s.store(t)
 	ctx := context.Background()
 	c := rawBlock("names", 10).CID()
-	for _, name := range []string{"", "../x", "a//b", "-x", ".x", "a/./b", "a/../b", "a/", "/a", "a b", "a\x00b", "é", strings.Repeat("x", 256)} {
+	for _, name := range []string{"", "../x", "a//b", "-x", ".x", "a/./b", "a/../b", "a/", "/a", "a b", "a\x00b", "é", strings.Repeat("x", 256), "bafkqaaa", c.String()} {
 		err := st.SetPin(ctx, name, c)
 		if !errors.Is(err, cas.ErrInvalid) {
 			t.Errorf("SetPin(%q) = %v, want an error wrapping cas.ErrInvalid", name, err)
