@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
 	"github.com/ipfs/go-cid"
 )
 
@@ -173,6 +174,17 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 		return nil, cid.Undef, fmt.Errorf("run %s: %w", run, err)
 	}
 	return rec, c, nil
+}
+
+// LoadWorkOrder reads the Work Order a run record names, as stored
+// (package trees by CID) and as a [dag.WorkOrder].
+func LoadWorkOrder(ctx context.Context, st cas.Store, rec *Record) (dag.Object, *dag.WorkOrder, error) {
+	var obj dag.Object
+	if err := st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+		return obj, nil, err
+	}
+	wo, err := dag.FromObject(obj)
+	return obj, wo, err
 }
 
 // LoadRecordAt reads the run record whose root is c, as a bundle holds it.

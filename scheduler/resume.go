@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/dag"
+
 	"github.com/haygent/hg/haygent"
 )
 
@@ -20,11 +20,7 @@ func PlanFromStore(ctx context.Context, st cas.Store, run string) (plan *Plan, r
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var obj dag.Object
-	if err := st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
-		return nil, nil, nil, fmt.Errorf("run %s: work order: %w", run, err)
-	}
-	wo, err := dag.FromObject(obj)
+	obj, wo, err := LoadWorkOrder(ctx, st, rec)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("run %s: work order: %w", run, err)
 	}

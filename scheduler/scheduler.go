@@ -292,7 +292,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	rec, _, err := LoadRecord(ctx, st, run)
 	var obj dag.Object
 	if err == nil {
-		err = st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) })
+		obj, _, err = LoadWorkOrder(ctx, st, rec)
 	}
 	st.Close()
 	if err != nil {
@@ -368,15 +368,11 @@ func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Reco
 		// As settle decides it: a run whose required nodes are all done
 		// is done, whatever else was still running.
 		rec.Status, rec.Reason = StatusCancelled, "cancelled on request"
-		var obj dag.Object
-		if err := st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
-			return nil, err
-		}
-		wo, err := dag.FromObject(obj)
+		_, wo, err := LoadWorkOrder(ctx, st, rec)
 		if err != nil {
 			return nil, err
 		}
-		if outcomeCheck(&Record{Status: StatusDone, Nodes: rec.Nodes}, wo).OK {
+		if len(stuckNodes(rec.Nodes, wo)) == 0 {
 			rec.Status, rec.Reason = StatusDone, "every required node is done"
 		}
 	}
@@ -938,11 +934,7 @@ func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, up
 		c.Detail = "the receipt's input packet cannot be read"
 		return c
 	}
-	var got []cid.Cid
-	for _, l := range v.Input.Upstream {
-		got = append(got, l.Cid)
-	}
-	if !sameCIDs(got, upstream) {
+	if got := linkCIDs(v.Input.Upstream); !sameCIDs(got, upstream) {
 		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the node was given %v", got, upstream)
 		return c
 	}
@@ -1124,7 +1116,6 @@ func (e *execution) saveRecord(ctx context.Context, st cas.Store) error {
 // done and no node the required ones depend on is pending, active or
 // blocked.
 func (e *execution) settle(ctx context.Context) (*Record, error) {
-	mandatory := mandatoryNodes(e.plan.WorkOrder)
 	if ctx.Err() != nil {
 		for i := range e.rec.Nodes {
 			if n := &e.rec.Nodes[i]; n.State == dag.Pending || n.State == dag.Ready || n.State == dag.Blocked {
@@ -1132,15 +1123,7 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 			}
 		}
 	}
-	var stuck []string
-	for _, n := range e.rec.Nodes {
-		if !mandatory[n.Name] {
-			continue
-		}
-		if n.State != dag.Done {
-			stuck = append(stuck, n.Name+" ("+e.rec.node(n.Name).State+")")
-		}
-	}
+	stuck := stuckNodes(e.rec.Nodes, e.plan.WorkOrder)
 	switch {
 	case len(stuck) == 0:
 		e.rec.Status, e.rec.Reason = StatusDone, "every required node is done"
@@ -1160,6 +1143,19 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 		return nil, err
 	}
 	return e.rec, nil
+}
+
+// stuckNodes lists, as "name (state)", the nodes the run's outcome needs
+// that are not done: a run is done when there are none.
+func stuckNodes(nodes []NodeRecord, wo *dag.WorkOrder) []string {
+	mandatory := mandatoryNodes(wo)
+	var stuck []string
+	for _, n := range nodes {
+		if mandatory[n.Name] && n.State != dag.Done {
+			stuck = append(stuck, n.Name+" ("+n.State+")")
+		}
+	}
+	return stuck
 }
 
 // mandatoryNodes returns the nodes a run's outcome needs: the required

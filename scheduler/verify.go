@@ -125,12 +125,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
 
-	var obj dag.Object
-	var wo *dag.WorkOrder
-	err = st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) })
-	if err == nil {
-		wo, err = dag.FromObject(obj)
-	}
+	obj, wo, err := LoadWorkOrder(ctx, st, rec)
 	if err == nil {
 		err = sameNodes(rec, wo)
 	}
@@ -221,13 +216,7 @@ func sameNodes(rec *Record, wo *dag.WorkOrder) error {
 
 // outcomeCheck recomputes the run's outcome from its nodes' states.
 func outcomeCheck(rec *Record, wo *dag.WorkOrder) haygent.Check {
-	mandatory := mandatoryNodes(wo)
-	var stuck []string
-	for _, n := range rec.Nodes {
-		if mandatory[n.Name] && n.State != dag.Done {
-			stuck = append(stuck, n.Name+" ("+n.State+")")
-		}
-	}
+	stuck := stuckNodes(rec.Nodes, wo)
 	switch {
 	case rec.Status == StatusDone && len(stuck) > 0:
 		return haygent.Check{Name: CheckOutcome, Detail: "the record says done, but not done: " + summarize(stuck)}
@@ -342,10 +331,7 @@ func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo 
 		}
 		want = append(want, u.Receipt.Cid)
 	}
-	var got []cid.Cid
-	for _, l := range in.Upstream {
-		got = append(got, l.Cid)
-	}
+	got := linkCIDs(in.Upstream)
 	if !n.Memo && !sameCIDs(got, want) {
 		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the nodes it needs returned %v", got, want)
 		return c, nil
@@ -378,6 +364,15 @@ func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo 
 	}
 	c.OK, c.Detail = true, fmt.Sprintf("package and input of node %s, built from %d upstream receipts", n.Name, len(needs))
 	return c, nil
+}
+
+// linkCIDs returns the CIDs of links.
+func linkCIDs(links []cas.Link) []cid.Cid {
+	out := make([]cid.Cid, len(links))
+	for i, l := range links {
+		out[i] = l.Cid
+	}
+	return out
 }
 
 func sameCIDs(a, b []cid.Cid) bool {

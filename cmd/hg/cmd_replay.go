@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -233,11 +232,7 @@ func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarg
 	}
 	t.record = c
 	// The run's topological order: the waves of its stored Work Order.
-	var obj dag.Object
-	if err := st.View(ctx, t.run.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
-		return t, fmt.Errorf("run %s: work order: %w", t.run.Run, err)
-	}
-	wo, err := dag.FromObject(obj)
+	_, wo, err := scheduler.LoadWorkOrder(ctx, st, t.run)
 	if err != nil {
 		return t, fmt.Errorf("run %s: work order: %w", t.run.Run, err)
 	}

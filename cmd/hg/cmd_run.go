@@ -303,11 +303,7 @@ func newDagDotCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var obj dag.Object
-				if err := st.View(cmd.Context(), rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
-					return err
-				}
-				wo, err := dag.FromObject(obj)
+				_, wo, err := scheduler.LoadWorkOrder(cmd.Context(), st, rec)
 				if err != nil {
 					return err
 				}
