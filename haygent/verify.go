@@ -225,6 +225,7 @@ type verifier struct {
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
 	misread     map[cid.Cid]bool // typed objects also linked as an untyped node, already noted
+	receiptData []byte           // the receipt's block, once it has decoded
 	canon       problems
 	known       map[cid.Cid]bool // closures verified by the caller
 }
@@ -405,6 +406,11 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any) (bool, error) {
 	var decodeErr error
 	err := vr.st.View(vr.ctx, c, func(data []byte) error {
 		decodeErr = cas.Unmarshal(data, v)
+		if decodeErr == nil && c == vr.v.Receipt {
+			// Kept for the signature check, which cuts its signing
+			// bytes from the block instead of encoding them again.
+			vr.receiptData = bytes.Clone(data)
+		}
 		return nil
 	})
 	if err != nil {
@@ -948,27 +954,14 @@ func summarizeList(list []string) string {
 	return fmt.Sprintf("%s, %s and %d more", list[0], list[1], len(list)-2)
 }
 
-// receiptSignature checks the receipt's signature. The receipt decoded
-// strictly and re-encodes to its block, so the signing bytes are cut from
-// the block rather than encoded again.
-func (vr *verifier) receiptSignature(r *Receipt) error {
-	var err error
-	viewErr := vr.st.View(vr.ctx, vr.v.Receipt, func(data []byte) error {
-		err = r.verifyEncodedSignature(data)
-		return nil
-	})
-	if viewErr != nil {
-		return r.VerifySignature()
-	}
-	return err
-}
-
 func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
 	signer := "(none)"
 	if len(r.Signer) == ed25519.PublicKeySize {
 		signer = FormatPublicKey(ed25519.PublicKey(r.Signer))
 	}
-	if err := vr.receiptSignature(r); err != nil {
+	// The receipt decoded strictly and re-encodes to its block, so the
+	// signing bytes are cut from the block rather than encoded again.
+	if err := r.verifyEncodedSignature(vr.receiptData); err != nil {
 		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
 	} else {
 		vr.add(Check{Name: CheckSignature, OK: true, Detail: "signed by " + signer})
