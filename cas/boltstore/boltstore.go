@@ -638,9 +638,8 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	var dead []uint64 // packs no block points into any more
-	emptied := false  // the current pack has no live block left
-	var emptyPack uint64
+	var dead []uint64    // packs no block points into any more
+	var emptied []uint64 // the current pack, when no live block is left in it
 	err = update(s.db, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		stats := map[uint64]packStat{}
@@ -680,7 +679,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 				// The current pack with nothing live in it (a refused
 				// import's blocks, say) starts again from its first byte.
 				ps.end, ps.liveBytes = 0, 0
-				emptied, emptyPack = true, n
+				emptied = append(emptied, n)
 			}
 			if err := putPackStat(tx, n, ps); err != nil {
 				return err
@@ -691,10 +690,10 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	if err != nil {
 		return err
 	}
-	if emptied {
-		// After the commit, as for dead packs: a crash before this leaves
-		// bytes past the committed end, which recovery cuts off.
-		err := os.Truncate(filepath.Join(s.packs.dir, packName(emptyPack)), 0)
+	// After the commit, as for dead packs: a crash before this leaves
+	// bytes past the committed end, which recovery cuts off.
+	for _, n := range emptied {
+		err := os.Truncate(filepath.Join(s.packs.dir, packName(n)), 0)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete block: empty the current pack: %w", err)
 		}
