@@ -310,13 +310,7 @@ func newReportCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
-				if isRunID(args[0]) && !strings.Contains(args[0], "/") {
-					if asJSON {
-						return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
-					}
-					return runReport(ctx, g, st, args[0])
-				}
-				c, err := resolveRoot(ctx, st, args[0]) // a CID, a pin or RUN/NODE
+				c, err := resolveRoot(ctx, st, args[0]) // a CID, a pin, RUN or RUN/NODE
 				if err != nil {
 					return err
 				}
