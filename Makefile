@@ -27,9 +27,10 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >.fuzz.out 2>&1 \
+	      || { tail -n 40 .fuzz.out; rm -f .fuzz.out; exit 1; }; \
 	  done; \
-	done
+	done; rm -f .fuzz.out
 
 # bench prints the figures of SPEC.md's targets, measured in one sitting.
 # The scheduler's 100,000-node runs are part of it (several minutes).
