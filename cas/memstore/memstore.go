@@ -14,11 +14,11 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// Store keeps blocks and pins in maps. The zero value is not usable; call
-// [New].
+// Store keeps blocks in an arena (see arena.go) and pins and refs in
+// maps. The zero value is not usable; call [New].
 type Store struct {
 	mu      sync.RWMutex
-	blocks  map[cid.Cid]cas.Block
+	blocks  arena
 	pins    map[string]cid.Cid
 	refs    map[string]map[string]cid.Cid // namespace -> name -> CID
 	tainted map[cid.Cid][]byte            // bytes Corrupt put in place of blocks
@@ -29,7 +29,7 @@ var errClosed = errors.New("memstore: store is closed")
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{blocks: make(map[cid.Cid]cas.Block), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
+	return &Store{blocks: newArena(), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
 }
 
 var _ cas.Store = (*Store)(nil)
@@ -65,7 +65,7 @@ func (s *Store) Has(ctx context.Context, c cid.Cid) (bool, error) {
 		return false, err
 	}
 	defer unlock()
-	_, ok := s.blocks[c]
+	_, ok := s.blocks.find(c)
 	return ok, nil
 }
 
@@ -85,18 +85,20 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) erro
 	if err != nil {
 		return err
 	}
-	b, ok := s.blocks[c]
+	l, ok := s.blocks.find(c)
+	var data []byte
+	if ok {
+		data = s.blocks.data(l)
+	}
 	bad, tainted := s.tainted[c]
 	unlock()
 	if !ok {
 		return &cas.NotFoundError{CID: c}
 	}
-	data := b.Data()
-	// Bytes can only enter through Put (a private copy) or Adopt (handed
-	// over by a caller that never changes them again, as cas.NewBlock
-	// asks), as cas.Block values that match their CIDs; only the Corrupt
-	// test hook can make them wrong, so only its blocks need hashing
-	// again.
+	// Bytes can only enter through Put and Adopt, copied from cas.Block
+	// values, which match their CIDs, into arena space never written
+	// again; only the Corrupt test hook can make them wrong, so only its
+	// blocks need hashing again.
 	if tainted {
 		if err := cas.Verify(c, bad); err != nil {
 			return err
@@ -114,29 +116,17 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	}
 	defer unlock()
 	for _, b := range blocks {
-		if _, ok := s.blocks[b.CID()]; !ok {
-			s.blocks[b.CID()] = b.Clone()
-		}
+		s.blocks.add(b.CID(), b.Data())
 	}
 	return nil
 }
 
-// Adopt stores blocks like Put but keeps their bytes instead of copying
-// them: the caller hands the blocks over and must never modify their bytes
-// again (as [cas.NewBlock] already asks). A scheduler adopts the blocks an
-// engine returned, which nothing else holds.
+// Adopt stores blocks as Put does, for callers that hand blocks over (a
+// [cas.Writer] without OnFlush, a scheduler moving an engine's blocks).
+// The arena copies them all the same: a copy costs less than the
+// collector's work on a million separately allocated blocks.
 func (s *Store) Adopt(blocks ...cas.Block) error {
-	unlock, err := s.write(context.Background())
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	for _, b := range blocks {
-		if _, ok := s.blocks[b.CID()]; !ok {
-			s.blocks[b.CID()] = b
-		}
-	}
-	return nil
+	return s.Put(context.Background(), blocks...)
 }
 
 // Delete implements [cas.Store].
@@ -147,7 +137,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	}
 	defer unlock()
 	for _, c := range cids {
-		delete(s.blocks, c)
+		s.blocks.remove(c)
 		delete(s.tainted, c)
 	}
 	return nil
@@ -164,14 +154,14 @@ func (s *Store) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) error 
 		c    cid.Cid
 		size int
 	}
-	all := make([]kv, 0, len(s.blocks))
-	for c, b := range s.blocks {
-		d := b.Data()
+	all := make([]kv, 0, s.blocks.len())
+	s.blocks.each(func(c cid.Cid, l loc) {
+		size := int(l.n)
 		if bad, ok := s.tainted[c]; ok {
-			d = bad
+			size = len(bad)
 		}
-		all = append(all, kv{c, len(d)})
-	}
+		all = append(all, kv{c, size})
+	})
 	unlock()
 	slices.SortFunc(all, func(a, b kv) int { return compareKeys(a.c, b.c) })
 	for _, e := range all {
@@ -328,7 +318,7 @@ func (s *Store) Close() error {
 		return errClosed
 	}
 	s.closed = true
-	s.blocks, s.pins, s.refs = nil, nil, nil
+	s.blocks, s.pins, s.refs = arena{}, nil, nil
 	return nil
 }
 
@@ -337,7 +327,7 @@ func (s *Store) Close() error {
 func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.blocks[c]; !ok {
+	if _, ok := s.blocks.find(c); !ok {
 		return false
 	}
 	if s.tainted == nil {
@@ -345,22 +335,4 @@ func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
 	}
 	s.tainted[c] = slices.Clone(data)
 	return true
-}
-
-// Blocks returns every block, as it was put, skipping blocks the Corrupt
-// hook replaced. A scheduler uses it to move a staging store's blocks to
-// another store without hashing them again.
-func (s *Store) Blocks(ctx context.Context) ([]cas.Block, error) {
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	out := make([]cas.Block, 0, len(s.blocks))
-	for c, b := range s.blocks {
-		if _, bad := s.tainted[c]; !bad {
-			out = append(out, b)
-		}
-	}
-	return out, nil
 }

@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/cas/storetest"
 	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 )
 
 func TestConformance(t *testing.T) {
@@ -21,7 +23,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestBlocksSkipsCorrupted(t *testing.T) {
+func TestCorruptedBlockIsCaught(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	a, b := cas.NewBlock(cas.Raw, []byte("a")), cas.NewBlock(cas.Raw, []byte("b"))
@@ -29,11 +31,95 @@ func TestBlocksSkipsCorrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Corrupt(b.CID(), []byte("not b"))
-	got, err := st.Blocks(ctx)
-	if err != nil || len(got) != 1 || got[0].CID() != a.CID() || string(got[0].Data()) != "a" {
-		t.Fatalf("Blocks = %v, %v; want only a", got, err)
-	}
 	if _, err := st.Get(ctx, b.CID()); !errors.Is(err, cas.ErrCorrupt) {
 		t.Fatalf("Get of the corrupted block: %v", err)
+	}
+	if got, err := st.Get(ctx, a.CID()); err != nil || string(got) != "a" {
+		t.Fatalf("Get of the other block = %q, %v", got, err)
+	}
+}
+
+// TestArena fills the arena across many chunks, with blocks of every size
+// class and a CID too long for the fixed-size index, and checks that bytes
+// once handed out never change while blocks are added and deleted.
+func TestArena(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	var blocks []cas.Block
+	for i := range 3000 {
+		size := i % 700
+		switch i % 500 {
+		case 7:
+			size = 300 << 10 // a chunk of its own
+		case 11:
+			size = cas.MaxBlockSize
+		}
+		data := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, size/2+1)
+		blocks = append(blocks, cas.NewBlock(cas.Raw, data))
+	}
+	long, err := cid.V1Builder{Codec: cid.Raw, MhType: multihash.SHA2_512}.Sum([]byte("long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := cas.NewBlockWithCID(long, []byte("long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks = append(blocks, lb)
+
+	held := map[cid.Cid][]byte{}
+	for i, b := range blocks {
+		if err := st.Adopt(b); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if err := st.View(ctx, b.CID(), func(d []byte) error {
+				held[b.CID()] = d
+				_ = append(d, 0xff) // must not write into the arena
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := st.Put(ctx, blocks[:10]...); err != nil { // already there: no new copy
+		t.Fatal(err)
+	}
+	for i, b := range blocks {
+		if i%2 == 1 {
+			if err := st.Delete(ctx, b.CID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, b := range blocks {
+		got, err := st.Get(ctx, b.CID())
+		if i%2 == 1 {
+			if !errors.Is(err, cas.ErrNotFound) {
+				t.Fatalf("block %d after Delete: %v", i, err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, b.Data()) {
+			t.Fatalf("block %d: %d bytes, %v; want %d bytes", i, len(got), err, len(b.Data()))
+		}
+	}
+	for c, d := range held {
+		if err := cas.Verify(c, d); err != nil {
+			t.Fatalf("bytes handed out earlier changed: %v", err)
+		}
+	}
+	n := 0
+	if err := st.AllKeys(ctx, func(c cid.Cid, size int) error {
+		n++
+		if c == long && size != 4 {
+			t.Errorf("size of the long CID's block = %d", size)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (len(blocks) + 1) / 2; n != want {
+		t.Fatalf("AllKeys listed %d blocks, want %d", n, want)
 	}
 }
