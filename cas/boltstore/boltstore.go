@@ -59,6 +59,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -503,9 +504,18 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	// Inserting in key order was measured and gained nothing: bbolt
-	// applies the inserts to nodes in memory and lays out the pages at
-	// commit, whatever the order.
+	// The index is read and written in key order, the pack in the order
+	// given (a file's chunks stay in file order). bbolt inserts into a
+	// leaf by shifting the entries after the new one, and splits leaves
+	// only at commit: a batch of thousands of keys in random order into a
+	// small tree moved memory quadratically, while keys in order land
+	// after the ones before them.
+	order := make([]int, len(blocks))
+	keys := make([][]byte, len(blocks))
+	for i, b := range blocks {
+		order[i], keys[i] = i, b.CID().Bytes()
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	// Small blocks go to the pack only in a Put with enough of them to
 	// be worth the pack's fsync: a single invocation's few blocks stay
 	// inline, a scheduler's commit of thousands goes to the pack.
@@ -518,6 +528,27 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	packSmall := smallBytes >= packSmallMin
 	err = update(s.db, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
+		// fresh[i] tells whether blocks[i] is to be stored: not stored
+		// already, nor given before in this Put. values[i] is what the
+		// index gets for it.
+		fresh := make([]bool, len(blocks))
+		values := make([][]byte, len(blocks))
+		inserted := 0
+		for j, i := range order {
+			if j%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if j > 0 && bytes.Equal(keys[i], keys[order[j-1]]) || bk.Get(keys[i]) != nil {
+				continue
+			}
+			fresh[i] = true
+			inserted++
+		}
+		if inserted == 0 {
+			return errNothingNew // roll back: no commit, no sync
+		}
 		cur := currentPack(tx)
 		ps := getPackStat(tx, cur)
 		stats := map[uint64]packStat{}
@@ -536,23 +567,18 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			buf = buf[:0]
 			return err
 		}
-		inserted := 0
 		for i, b := range blocks {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			k := b.CID().Bytes()
-			if bk.Get(k) != nil {
+			if !fresh[i] {
 				continue
 			}
 			data := b.Data()
-			inserted++
 			if len(data) < packMin || len(data) < packBuffered && !packSmall {
-				if err := bk.Put(k, inlineValue(data)); err != nil {
-					return fmt.Errorf("put block %s: %w", b.CID(), err)
-				}
+				values[i] = inlineValue(data)
 				continue
 			}
 			if ps.end >= packMax {
@@ -590,14 +616,22 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			ps.end += loc.length
 			ps.live++
 			ps.liveBytes += loc.length
-			if err := bk.Put(k, loc.encode()); err != nil {
-				return fmt.Errorf("put block %s: %w", b.CID(), err)
+			values[i] = loc.encode()
+		}
+		for j, i := range order {
+			if j%ctxCheckEvery == ctxCheckEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if !fresh[i] {
+				continue
+			}
+			if err := bk.Put(keys[i], values[i]); err != nil {
+				return fmt.Errorf("put block %s: %w", blocks[i].CID(), err)
 			}
 		}
 		if len(written) == 0 {
-			if inserted == 0 {
-				return errNothingNew // roll back: no commit, no sync
-			}
 			return ctx.Err()
 		}
 		if err := flushBuf(); err != nil {
