@@ -169,19 +169,21 @@ func (s *staging) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) erro
 	if err != nil {
 		return err
 	}
-	keys := make([]cid.Cid, 0, len(s.own))
-	sizes := make(map[cid.Cid]int, len(s.own))
+	type entry struct {
+		c    cid.Cid
+		size int
+	}
+	all := make([]entry, 0, len(s.own))
 	for c, b := range s.own {
-		keys = append(keys, c)
-		sizes[c] = len(b.Data())
+		all = append(all, entry{c, len(b.Data())})
 	}
 	done()
-	slices.SortFunc(keys, func(a, b cid.Cid) int { return slices.Compare(a.Bytes(), b.Bytes()) })
-	for _, c := range keys {
+	slices.SortFunc(all, func(a, b entry) int { return slices.Compare(a.c.Bytes(), b.c.Bytes()) })
+	for _, e := range all {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(c, sizes[c]); err != nil {
+		if err := fn(e.c, e.size); err != nil {
 			return err
 		}
 	}

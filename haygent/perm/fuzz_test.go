@@ -7,52 +7,50 @@ import (
 )
 
 // refMatch is a plain recursive matcher, the specification Match is
-// checked against. It remembers the answer for each pair of positions, so
-// that patterns such as "*a*a*a*a*b" cost a polynomial time here too and
-// cannot stall the fuzzer.
+// checked against: "**" matches any run of segments, and refSeg matches
+// within one. Both remember the answer for each pair of positions, so that
+// patterns such as "*a*a*a*a*b" cost a polynomial time here too and cannot
+// stall the fuzzer.
 func refMatch(pat, name []string) bool {
-	memo := map[[2]int]bool{}
-	var match func(i, j int) bool
-	match = func(i, j int) bool {
-		if v, ok := memo[[2]int{i, j}]; ok {
-			return v
-		}
-		var v bool
+	return memoMatch(func(match func(i, j int) bool, i, j int) bool {
 		switch {
 		case i == len(pat):
-			v = j == len(name)
+			return j == len(name)
 		case pat[i] == "**":
-			v = match(i+1, j) || (j < len(name) && match(i, j+1))
-		default:
-			v = j < len(name) && refSeg(chars(pat[i]), chars(name[j])) && match(i+1, j+1)
+			return match(i+1, j) || (j < len(name) && match(i, j+1))
 		}
-		memo[[2]int{i, j}] = v
-		return v
-	}
-	return match(0, 0)
+		return j < len(name) && refSeg(chars(pat[i]), chars(name[j])) && match(i+1, j+1)
+	})
 }
 
 // refSeg matches one segment's characters against a pattern's: "*" any
 // run, "?" one character, anything else itself.
 func refSeg(p, s []string) bool {
+	return memoMatch(func(match func(i, j int) bool, i, j int) bool {
+		switch {
+		case i == len(p):
+			return j == len(s)
+		case p[i] == "*":
+			return match(i+1, j) || (j < len(s) && match(i, j+1))
+		case p[i] == "?":
+			return j < len(s) && match(i+1, j+1)
+		}
+		return j < len(s) && p[i] == s[j] && match(i+1, j+1)
+	})
+}
+
+// memoMatch runs step from positions (0, 0), handing it a match that
+// answers each pair of positions once.
+func memoMatch(step func(match func(i, j int) bool, i, j int) bool) bool {
 	memo := map[[2]int]bool{}
 	var match func(i, j int) bool
 	match = func(i, j int) bool {
-		if v, ok := memo[[2]int{i, j}]; ok {
+		k := [2]int{i, j}
+		if v, ok := memo[k]; ok {
 			return v
 		}
-		var v bool
-		switch {
-		case i == len(p):
-			v = j == len(s)
-		case p[i] == "*":
-			v = match(i+1, j) || (j < len(s) && match(i, j+1))
-		case p[i] == "?":
-			v = j < len(s) && match(i+1, j+1)
-		default:
-			v = j < len(s) && p[i] == s[j] && match(i+1, j+1)
-		}
-		memo[[2]int{i, j}] = v
+		v := step(match, i, j)
+		memo[k] = v
 		return v
 	}
 	return match(0, 0)
