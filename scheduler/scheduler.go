@@ -579,12 +579,13 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		case <-done:
 			running = false
 		case <-next.C:
+			start := time.Now()
 			if err := commit(); err != nil {
 				e.cancel()
 				<-done
 				return nil, err
 			}
-			next.Reset(commitEvery)
+			next.Reset(max(commitEvery, commitPauseFactor*time.Since(start)))
 		case <-poll.C:
 			e.pollCancel(ctx)
 		}
@@ -1016,6 +1017,22 @@ func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
 // began, which the resumed run does again.
 const commitEvery = 100 * time.Millisecond
 
+// commitPauseFactor: the pause after a commit is at least this many times
+// what the commit took. A store keyed by CID puts a batch's blocks on
+// leaves all over its index, so a commit costs up to the whole index
+// whatever its size, and on a big store (a million blocks at 100,000
+// nodes) pauses of commitEvery made most commits rewrite a leaf for
+// nearly every block. Pausing in proportion gathers bigger batches there,
+// so the writes stay within a third of one core's time; on a small store
+// commits are quick and the pause stays commitEvery.
+const commitPauseFactor = 2
+
+// commitChunk is how many blocks of a commit, in key order, go in one
+// transaction. A transaction over a range of keys touches only that part
+// of the index, so the leaves a store materializes in memory at once stay
+// bounded however big the batch.
+var commitChunk = 16384 // tests lower it
+
 // applyLocked records a finished node in memory, so that its downstream
 // nodes can start at once. The caller holds e.mu.
 func (e *execution) applyLocked(r result) {
@@ -1056,33 +1073,40 @@ func (e *execution) commit(ctx context.Context, b *batch) error {
 	}
 	defer st.Close()
 	// The batch's blocks are the main loop's alone: no lock while they
-	// are written, so running nodes go on. They are in memory already and
-	// go in one transaction: a store keyed by CID puts a batch's blocks on
-	// pages all over its index, so each transaction rewrites up to the
-	// whole index, and batches of the writer's default size made a big
-	// commit cost twenty times what one transaction does.
-	w := cas.NewWriter(st)
-	w.MaxBlocks, w.MaxBytes = math.MaxInt, math.MaxInt
+	// are written, so running nodes go on. They go in key order, in
+	// transactions of commitChunk blocks: a store keyed by CID puts a
+	// batch's blocks on pages all over its index, so each transaction of
+	// blocks in random order rewrites up to the whole index (batches of
+	// the writer's default size in the order made, made a big commit cost
+	// twenty times what one transaction does), while consecutive key
+	// ranges share no leaf. The refs go last, so a crash between two of
+	// these transactions leaves only unreferenced blocks, which gc drops.
 	var refs []cas.Ref
+	var blocks []cas.Block
 	for _, r := range b.results {
-		for _, blk := range r.blocks {
-			if err := w.Add(ctx, blk); err != nil {
-				return err
-			}
-		}
+		blocks = append(blocks, r.blocks...)
 		if r.state == dag.Done && !r.memo && r.memoKey != "" {
 			refs = append(refs, cas.Ref{NS: MemoNamespace, Name: r.memoKey, CID: r.accept})
 		}
 	}
-	for _, blk := range b.pages {
+	if err := putInKeyOrder(ctx, st, append(blocks, b.pages...), commitChunk); err != nil {
+		return err
+	}
+	return st.SetRefs(ctx, append(refs, b.ref)...)
+}
+
+// putInKeyOrder sorts blocks by CID and stores them in Puts of at most
+// chunk blocks each, the next chunk gathered while one is written.
+func putInKeyOrder(ctx context.Context, st cas.Store, blocks []cas.Block, chunk int) error {
+	slices.SortFunc(blocks, func(a, b cas.Block) int { return strings.Compare(a.CID().KeyString(), b.CID().KeyString()) })
+	w := cas.NewWriter(st)
+	w.MaxBlocks, w.MaxBytes = chunk, math.MaxInt
+	for _, blk := range blocks {
 		if err := w.Add(ctx, blk); err != nil {
 			return err
 		}
 	}
-	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	return st.SetRefs(ctx, append(refs, b.ref)...)
+	return w.Flush(ctx)
 }
 
 // encodeRecord encodes the pages of the run record that changed since the

@@ -144,6 +144,11 @@ var errEmptyDB = errors.New("store.db is empty")
 // by one Store was made anew, doubling as it grew, by every commit.
 var writeBufs sync.Pool // of *[]byte
 
+// writeBufMax bounds the buffer a Put gathers small blocks in: a bigger
+// batch is written in several calls, rather than copied whole into fresh
+// memory first.
+const writeBufMax = 4 << 20
+
 // getWriteBuf returns an empty buffer that holds n bytes.
 func getWriteBuf(n int) []byte {
 	if p, ok := writeBufs.Get().(*[]byte); ok && cap(*p) >= n {
@@ -154,7 +159,7 @@ func getWriteBuf(n int) []byte {
 
 // putWriteBuf keeps buf for a later Put, unless it is very large.
 func putWriteBuf(buf []byte) {
-	if cap(buf) <= 32<<20 {
+	if cap(buf) <= writeBufMax {
 		buf = buf[:0]
 		writeBufs.Put(&buf)
 	}
@@ -556,7 +561,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		var f *os.File
 		// Small blocks bound for the pack are gathered and written with
 		// one call; bufAt is the pack offset buf starts at.
-		buf := getWriteBuf(smallBytes)
+		buf := getWriteBuf(min(smallBytes, writeBufMax))
 		defer func() { putWriteBuf(buf) }()
 		var bufAt uint64
 		flushBuf := func() error {
@@ -600,6 +605,11 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			// commits; a Put that dies leaves bytes past the committed end,
 			// which the next writer cuts off.
 			if len(data) < packBuffered {
+				if len(buf) > 0 && len(buf)+len(data) > cap(buf) {
+					if err := flushBuf(); err != nil {
+						return fmt.Errorf("write pack %d: %w", cur, err)
+					}
+				}
 				if len(buf) == 0 {
 					bufAt = ps.end
 				}

@@ -246,3 +246,29 @@ func TestEmptyCurrentPackIsCut(t *testing.T) {
 		t.Fatal("a deleted block is back")
 	}
 }
+
+// A Put whose small blocks add up to more than the write buffer holds
+// writes them in several calls, each byte once, at the right offsets.
+func TestSmallBlocksBeyondTheWriteBuffer(t *testing.T) {
+	ctx := context.Background()
+	s, dir := newStore(t)
+	var many []cas.Block
+	total := 0
+	for i := 0; total <= writeBufMax+writeBufMax/2; i++ {
+		b := bigBlock(byte(i), 1000+i%3000)
+		many = append(many, b)
+		total += len(b.Data())
+	}
+	if err := s.Put(ctx, many...); err != nil {
+		t.Fatal(err)
+	}
+	if n := packedSize(t, dir); n != int64(total) {
+		t.Fatalf("a Put of %d bytes of small blocks wrote %d bytes to packs", total, n)
+	}
+	for _, b := range many {
+		got, err := s.Get(ctx, b.CID())
+		if err != nil || !bytes.Equal(got, b.Data()) {
+			t.Fatalf("get %s: %v", b.CID(), err)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+)
+
+// putRecorder notes the CIDs of each Put, in the order given.
+type putRecorder struct {
+	cas.Store
+	puts [][]string
+}
+
+func (p *putRecorder) Put(ctx context.Context, blocks ...cas.Block) error {
+	var keys []string
+	for _, b := range blocks {
+		keys = append(keys, b.CID().KeyString())
+	}
+	p.puts = append(p.puts, keys)
+	return p.Store.Put(ctx, blocks...)
+}
+
+// A commit's blocks go in key order, in Puts of at most the chunk size
+// whose key ranges follow one another, and all of them are stored.
+func TestPutInKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	var blocks []cas.Block
+	for i := range 23 {
+		blocks = append(blocks, cas.NewBlock(cas.Raw, []byte(fmt.Sprintf("block %d", i))))
+	}
+	rec := &putRecorder{Store: memstore.New()}
+	if err := putInKeyOrder(ctx, rec, append([]cas.Block(nil), blocks...), 5); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.puts) != 5 {
+		t.Fatalf("%d Puts for 23 blocks in chunks of 5, want 5", len(rec.puts))
+	}
+	last := ""
+	for i, keys := range rec.puts {
+		if len(keys) > 5 {
+			t.Errorf("Put %d has %d blocks, more than the chunk", i, len(keys))
+		}
+		for _, k := range keys {
+			if strings.Compare(k, last) <= 0 {
+				t.Fatalf("Put %d: keys out of order", i)
+			}
+			last = k
+		}
+	}
+	for _, b := range blocks {
+		if ok, err := rec.Has(ctx, b.CID()); err != nil || !ok {
+			t.Fatalf("block %s not stored (%v)", b.CID(), err)
+		}
+	}
+}
