@@ -59,7 +59,7 @@ func (w *WorkOrder) Object(pkgs map[string]cid.Cid) (Object, error) {
 			Name:    name,
 			Haygent: cas.Link{Cid: c},
 			Needs:   sortedSet(n.Needs),
-			Input:   cloneValue(n.Input).(map[string]any),
+			Input:   n.Input(),
 		})
 	}
 	return o, nil
@@ -96,12 +96,12 @@ func FromObject(o Object) (*WorkOrder, error) {
 		if i > 0 && o.Nodes[i-1].Name >= n.Name {
 			return nil, &FieldError{Node: n.Name, Msg: "nodes are not sorted by name, or a name repeats"}
 		}
-		input, _ := cloneValue(n.Input).(map[string]any)
-		if input == nil {
-			input = map[string]any{}
+		node := &Node{Name: n.Name, Haygent: n.Haygent.String(), Needs: slices.Clone(n.Needs)}
+		if err := node.SetInput(n.Input); err != nil {
+			return nil, &FieldError{Node: n.Name, Field: "input", Msg: err.Error()}
 		}
 		w.Order = append(w.Order, n.Name)
-		w.Nodes[n.Name] = &Node{Name: n.Name, Haygent: n.Haygent.String(), Needs: slices.Clone(n.Needs), Input: input}
+		w.Nodes[n.Name] = node
 	}
 	return w, nil
 }

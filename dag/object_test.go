@@ -92,7 +92,7 @@ func TestObjectRoundTrip(t *testing.T) {
 
 	// The Object does not share the Work Order's maps.
 	o.Nodes[2].Input["n"] = "changed"
-	if w.Nodes["z"].Input["n"] != int64(-3) {
+	if w.Nodes["z"].Input()["n"] != int64(-3) {
 		t.Error("Object aliases the Work Order's input")
 	}
 

@@ -37,7 +37,7 @@ func TestParseExample(t *testing.T) {
 	if got, want := test.Refs(), []dag.Ref{{At: "/tree", From: "build", Pointer: "/tree"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Refs = %+v, want %+v", got, want)
 	}
-	if got := w.Nodes["pack"].Input; got == nil || len(got) != 0 {
+	if got := w.Nodes["pack"].Input(); got == nil || len(got) != 0 {
 		t.Errorf("pack input = %#v, want an empty map", got)
 	}
 	if got := w.Required(); !reflect.DeepEqual(got, []string{"pack"}) {
@@ -64,7 +64,7 @@ func TestParseInputDataModel(t *testing.T) {
 		"i": 3, "f": 1.5, "e": 1e3, "big": 18446744073709551615, "s": "é", "n": null, "b": true,
 		"arr": [1, {"from": "z", "pointer": ""}], "three": {"from": "z", "pointer": "/x", "more": 1},
 		"x/y": {"k~": {"from": "q", "pointer": "/a~1b"}}}}}}`)
-	in := w.Nodes["a"].Input
+	in := w.Nodes["a"].Input()
 	if _, ok := in["i"].(int64); !ok {
 		t.Errorf("i is %T, want int64", in["i"])
 	}
@@ -273,7 +273,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve = %#v\nwant %#v", got, want)
 	}
 	// The Work Order is left as it was.
-	if _, ok := w.Nodes["b"].Input["v"].(map[string]any); !ok {
+	if _, ok := w.Nodes["b"].Input()["v"].(map[string]any); !ok {
 		t.Error("Resolve changed the node's input")
 	}
 	outputs["a"] = map[string]any{"value": "hi"}
@@ -294,7 +294,14 @@ func TestResolveWholeInputMustBeAnObject(t *testing.T) {
 	if got, err := w.Nodes["b"].Resolve(lookup); err == nil || !strings.Contains(err.Error(), "gives a string, not an object") {
 		t.Fatalf("Resolve = %v, %v; want an error", got, err)
 	}
-	w.Nodes["b"].Input["pointer"] = "/obj"
+	in := w.Nodes["b"].Input()
+	in["pointer"] = "/obj"
+	if _, err := w.Nodes["b"].Resolve(lookup); err == nil {
+		t.Fatal("changing the map Input returned changed the node: want a copy")
+	}
+	if err := w.Nodes["b"].SetInput(in); err != nil {
+		t.Fatal(err)
+	}
 	got, err := w.Nodes["b"].Resolve(lookup)
 	if err != nil || !reflect.DeepEqual(got, map[string]any{"k": "v"}) {
 		t.Fatalf("Resolve = %v, %v; want the object", got, err)
