@@ -82,13 +82,16 @@ type linkScanner struct {
 	pos  int
 	out  []cid.Cid
 	skip bool // only step over items: links are neither parsed nor kept
+	// inTag counts the tags other than 42 around the item being read.
+	inTag int
 }
 
 // scanLinks returns the links of the single CBOR item data holds, in the
 // order they appear. ok is false when the scanner leaves the block to the
 // full decoder: anything malformed, truncated or trailing, indefinite
 // lengths, map keys that are not text, a tag 42 that does not enclose a
-// valid link, nesting deeper than the decoders allow.
+// valid link, a tag 42 inside another tag, nesting deeper than the
+// decoders allow. Tags other than 42 are opaque, as in [Links].
 func scanLinks(data []byte) (links []cid.Cid, ok bool) {
 	s := linkScanner{data: data}
 	if !s.item(0) || s.pos != len(data) {
@@ -141,7 +144,15 @@ func (s *linkScanner) item(depth int) bool {
 		return true
 	case majorTag:
 		if arg != linkTag {
-			return s.item(depth + 1)
+			// Opaque: stepped over, never a source of links. A tag 42
+			// inside it is left to the full decoder, which refuses it.
+			s.inTag++
+			ok := s.item(depth + 1)
+			s.inTag--
+			return ok
+		}
+		if s.inTag > 0 && !s.skip {
+			return false
 		}
 		bmajor, bn, size, ok := readHead(s.data[s.pos:])
 		if !ok || bmajor != majorBytes || size > uint64(len(s.data)-s.pos-bn) {

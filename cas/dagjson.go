@@ -28,13 +28,20 @@ type JSONError struct {
 	Offset int
 	// Err says what is wrong.
 	Err error
+	// Plain says the input was read as plain JSON ([DecodePlainJSON]),
+	// not DAG-JSON.
+	Plain bool
 }
 
 func (e *JSONError) Error() string {
-	if e.Offset < 0 {
-		return fmt.Sprintf("dag-json: %v", e.Err)
+	name := "dag-json"
+	if e.Plain {
+		name = "json"
 	}
-	return fmt.Sprintf("dag-json at byte %d: %v", e.Offset, e.Err)
+	if e.Offset < 0 {
+		return fmt.Sprintf("%s: %v", name, e.Err)
+	}
+	return fmt.Sprintf("%s at byte %d: %v", name, e.Offset, e.Err)
 }
 
 // Unwrap returns [ErrInvalid] and the underlying error.
@@ -63,6 +70,11 @@ func (e *JSONError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 // Errors are [*JSONError] values, which wrap [ErrInvalid].
 func DecodeJSON(data []byte) (any, error) {
 	p := jsonParser{data: data}
+	return p.decode()
+}
+
+// decode parses the one value of p.data.
+func (p *jsonParser) decode() (any, error) {
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -78,10 +90,12 @@ func DecodeJSON(data []byte) (any, error) {
 type jsonParser struct {
 	data []byte
 	off  int
+	// plain: no reserved namespace, every object is a map (DecodePlainJSON).
+	plain bool
 }
 
 func (p *jsonParser) errorf(off int, format string, args ...any) error {
-	return &JSONError{Offset: off, Err: fmt.Errorf(format, args...)}
+	return &JSONError{Offset: off, Err: fmt.Errorf(format, args...), Plain: p.plain}
 }
 
 func (p *jsonParser) unexpected() error {
@@ -233,7 +247,7 @@ func (p *jsonParser) object(depth int, slashValue bool) (any, bool, error) {
 			p.off++
 			p.skipSpace()
 			var v any
-			if k == "/" {
+			if k == "/" && !p.plain {
 				slashOff = p.off
 				if p.off < len(p.data) && p.data[p.off] == '{' {
 					v, slashBytes, err = p.object(depth+1, true)
@@ -273,7 +287,7 @@ func (p *jsonParser) object(depth int, slashValue bool) (any, bool, error) {
 			}
 			c, err := cid.Decode(x)
 			if err != nil {
-				return nil, false, &JSONError{Offset: slashOff, Err: fmt.Errorf("link %q: %w", x, ErrBadCID)}
+				return nil, false, &JSONError{Offset: slashOff, Err: fmt.Errorf("link %q: %w", x, ErrBadCID), Plain: p.plain}
 			}
 			return c, false, nil
 		case map[string]any:
@@ -292,7 +306,7 @@ func (p *jsonParser) object(depth int, slashValue bool) (any, bool, error) {
 
 	// m is an ordinary map. The value of its "/" key skipped the depth
 	// check in case it was the inner object of a bytes form; it was not.
-	if _, ok := m["/"].(map[string]any); ok && depth+1 >= maxDepth {
+	if _, ok := m["/"].(map[string]any); ok && slashOff >= 0 && depth+1 >= maxDepth {
 		return nil, false, p.tooDeep(slashOff)
 	}
 	if depth >= maxDepth && !slashValue {
@@ -483,7 +497,7 @@ func (p *jsonParser) number() (any, error) {
 	if !isInt {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, p.errorf(start, "float %s overflows float64", text)
+			return nil, p.errorf(start, "number %s is out of range: it overflows float64", text)
 		}
 		return f, nil
 	}
@@ -496,7 +510,7 @@ func (p *jsonParser) number() (any, error) {
 			return b, nil
 		}
 	}
-	return nil, p.errorf(start, "integer %s outside [-2^64, 2^64-1]", text)
+	return nil, p.errorf(start, "integer %s is out of range: want [-2^64, 2^64-1]", text)
 }
 
 // EncodeJSON encodes a value of the data model (see [EncodeNode]) as

@@ -2,7 +2,10 @@ package cas_test
 
 import (
 	"encoding/json"
+	"errors"
+	"math/big"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
@@ -48,6 +51,57 @@ func TestIsNormal(t *testing.T) {
 		// What IsNormal calls normal, FromJSON leaves as it is.
 		if tt.want && !reflect.DeepEqual(cas.FromJSON(tt.v), tt.v) {
 			t.Errorf("FromJSON changed %#v, which IsNormal calls normal", tt.v)
+		}
+	}
+}
+
+// TestDecodePlainJSON: plain JSON is read as strictly as DAG-JSON, with
+// "/" meaning nothing, and a duplicate key or a number out of range is
+// named as such.
+func TestDecodePlainJSON(t *testing.T) {
+	got, err := cas.DecodePlainJSON([]byte(` {"a": [1, 2.5, -0, "s", null, true], "/": "bafyno", "b": {"/": {"bytes": "x"}},
+		"u64": 18446744073709551615} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u64, _ := new(big.Int).SetString("18446744073709551615", 10)
+	want := map[string]any{
+		"a": []any{int64(1), 2.5, int64(0), "s", nil, true}, "/": "bafyno",
+		"b": map[string]any{"/": map[string]any{"bytes": "x"}}, "u64": u64,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v\nwant %#v", got, want)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"value": 1, "value": 2}`, `json at byte 13: duplicate key "value"`},
+		{`{"a": {"k": 1, "k": 1}}`, `duplicate key "k"`},
+		{`{"value": 1e400}`, `json at byte 10: number 1e400 is out of range`},
+		{`{"value": -1e400}`, `number -1e400 is out of range`},
+		{`{"value": 123456789012345678901234567890}`, `integer 123456789012345678901234567890 is out of range`},
+		{`{"a": 1} {}`, `data after the value`},
+		{"{\"a\": \"\xff\"}", `invalid UTF-8`},
+	} {
+		_, err := cas.DecodePlainJSON([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodePlainJSON(%s) = %v, want an error with %q", tc.in, err, tc.want)
+		}
+		if !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("DecodePlainJSON(%s): %v does not wrap ErrInvalid", tc.in, err)
+		}
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"}, {true, "a boolean"}, {"s", "a string"}, {[]byte{1}, "bytes"},
+		{[]any{}, "an array"}, {map[string]any{}, "an object"}, {int64(1), "a number"}, {1.5, "a number"},
+		{cas.NewBlock(cas.Raw, nil).CID(), "a link"},
+	} {
+		if got := cas.KindOf(c.v); got != c.want {
+			t.Errorf("KindOf(%#v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }

@@ -15,6 +15,18 @@ import (
 // other tools need not be canonical to be walked); dag-pb blocks are read
 // for their PBLink hashes. For any other codec the error wraps [ErrInvalid]:
 // a walk that cannot see a block's links must not pretend it has none.
+//
+// In DAG-CBOR a link is CBOR tag 42 and nothing else. Any other tag (a
+// bignum, a date, a tag hg has never heard of) is not in the data model:
+// the strict decoder refuses it, so no hg object (which must decode
+// strictly: see [DecodeNode], [Unmarshal], and the import's check of every
+// hg/ object) can hold one, and in a block made by another tool its
+// content is opaque, never searched for links. A tag 42 inside another tag
+// is neither followed nor skipped: following it would read as a link what
+// DAG-CBOR does not, and skipping it would let gc delete a block the
+// writer may have meant to keep, so the block's links are unreadable and
+// the error wraps [ErrInvalid], as for an unknown codec (gc then removes
+// nothing and an import is refused, naming the block).
 func Links(c cid.Cid, data []byte) ([]cid.Cid, error) {
 	switch c.Type() {
 	case Raw:
@@ -45,7 +57,11 @@ func collectLinks(v any, out *[]cid.Cid) error {
 	switch x := v.(type) {
 	case cbor.Tag:
 		if x.Number != linkTag {
-			return collectLinks(x.Content, out)
+			// Opaque (see Links), unless it hides a tag 42.
+			if holdsLinkTag(x.Content) {
+				return fmt.Errorf("tag %d encloses a link (tag 42): DAG-CBOR has links only outside every other tag: %w", x.Number, ErrInvalid)
+			}
+			return nil
 		}
 		b, ok := x.Content.([]byte)
 		if !ok {
@@ -83,6 +99,24 @@ func collectLinks(v any, out *[]cid.Cid) error {
 		}
 	}
 	return nil
+}
+
+// holdsLinkTag reports whether v, as the lenient decoder produced it,
+// holds a tag 42 at any depth.
+func holdsLinkTag(v any) bool {
+	switch x := v.(type) {
+	case cbor.Tag:
+		return x.Number == linkTag || holdsLinkTag(x.Content)
+	case []any:
+		return slices.ContainsFunc(x, holdsLinkTag)
+	case map[string]any:
+		for _, e := range x {
+			if holdsLinkTag(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pbLinks reads the Hash field of every Links entry (field 2) of a dag-pb

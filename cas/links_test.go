@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
@@ -83,8 +84,15 @@ func TestLinksDagCBORLenient(t *testing.T) {
 		// more is safe, one that drops a link is not.
 		{"duplicate keys", "a2 6161" + tag + "6161" + tag, 2},
 		{"invalid UTF-8", "82 62c328" + tag, 1},
-		{"link inside another tag", "d8 2b 81" + tag, 1},
+		// Only tag 42 is a link. Any other tag is opaque: a link beside
+		// it is followed, nothing inside it is; a tag 42 inside it makes
+		// the links unreadable (neither followed nor dropped).
 		{"bignum", "82 c2 41 01" + tag, 1},
+		{"link beside another tag", "82 d8 2b 82 01 02" + tag, 1},
+		{"link inside another tag", "d8 2b 81" + tag, -1},
+		{"link inside another tag, in a map", "a2 6161 d8 2b 81" + tag + "6162" + tag, -1},
+		{"link two tags deep", "d8 2b d9 0100" + tag, -1},
+		{"tag 42 inside a bignum", "c2" + tag, -1},
 		{"tag 42 over a string", "d8 2a 61 61", -1},
 		{"tag 42 without 0x00", "d8 2a 5824" + testCIDHex, -1},
 		{"truncated", "82" + tag, -1},
@@ -106,6 +114,25 @@ func TestLinksDagCBORLenient(t *testing.T) {
 		if len(got) != tt.n || !slices.ContainsFunc(got, testCID.Equals) || slices.ContainsFunc(got, func(c cid.Cid) bool { return !c.Equals(testCID) }) {
 			t.Errorf("%s: Links = %v, want %d × %s", tt.name, got, tt.n, testCID)
 		}
+	}
+}
+
+// TestLinksOnlyTag42: a link hidden in another tag is refused with
+// ErrInvalid, naming the tag, and a tag that holds no link hides nothing
+// from the walk.
+func TestLinksOnlyTag42(t *testing.T) {
+	tag := "d82a 5825 00" + testCIDHex
+	data := unhex(t, "a1 6161 d8 2b 81"+tag)
+	links, err := cas.Links(cas.Sum(cas.DagCBOR, data), data)
+	if !errors.Is(err, cas.ErrInvalid) || !strings.Contains(err.Error(), "tag 43 encloses a link (tag 42)") {
+		t.Fatalf("Links = %v, %v; want ErrInvalid naming tag 43", links, err)
+	}
+	// Opaque tags around no link, under keys the scanner and the decoder
+	// both read: only the tag-42 link counts.
+	data = unhex(t, "a2 6161 d8 2b 82 01 02 6162"+tag)
+	links, err = cas.Links(cas.Sum(cas.DagCBOR, data), data)
+	if err != nil || !cidsEqual(links, []cid.Cid{testCID}) {
+		t.Fatalf("Links = %v, %v; want [%s]", links, err, testCID)
 	}
 }
 

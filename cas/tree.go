@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -261,12 +262,25 @@ func (p *treePutter) symlink(rel string) (cid.Cid, uint64, error) {
 // renames it into place, so on any error nothing is left at dst. Every
 // write goes through an [os.Root], so no entry can land outside dst,
 // and symlinks are created last, so no write passes through one.
+//
+// A dst that is itself a symlink is followed, as cp and git clone follow
+// one: the tree goes where it points (the same rules apply there) and the
+// link stays as it was. A symlink that leads nowhere is refused: GetTree
+// never replaces a link with a directory.
 func GetTree(ctx context.Context, st Store, c cid.Cid, dst string, opts *TreeOptions) error {
 	if opts == nil {
 		opts = &TreeOptions{}
 	}
+	name := dst // as the caller knows it
+	dst, err := FollowSymlink(dst)
+	if err != nil {
+		return err
+	}
+	if dst != name {
+		name = fmt.Sprintf("%s (a symlink to %s)", name, dst)
+	}
 	if ents, err := os.ReadDir(dst); err == nil && len(ents) > 0 {
-		return fmt.Errorf("%s exists and is not empty: %w", dst, fs.ErrExist)
+		return fmt.Errorf("%s exists and is not empty: %w", name, fs.ErrExist)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -295,6 +309,58 @@ func GetTree(ctx context.Context, st Store, c cid.Cid, dst string, opts *TreeOpt
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// FollowSymlink returns the path that writing to p as a whole (replacing
+// it by a rename) should replace: p itself, or, if p is a symlink, the
+// path it resolves to, so that the link is kept and what it points to
+// is written, as cp writes through one. A symlink whose target does not
+// exist (or that loops) is an error wrapping [fs.ErrNotExist] that names
+// the link and its target: writing there would have to replace the link.
+func FollowSymlink(p string) (string, error) {
+	// "link/" names the link too (Lstat would follow it); any other path
+	// is left as given.
+	link := p
+	if t := strings.TrimRight(p, "/"); t != "" {
+		link = t
+	}
+	info, err := os.Lstat(link)
+	if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		return p, nil
+	}
+	p = link
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		target, _ := os.Readlink(p)
+		why := "which does not exist"
+		if !errors.Is(err, fs.ErrNotExist) {
+			why = "which cannot be followed (" + unwrapPathError(err).Error() + ")"
+		}
+		return "", &symlinkError{
+			msg: fmt.Sprintf("%s is a symlink to %s, %s: hg writes where a symlink points and never replaces the link", p, target, why),
+			err: fs.ErrNotExist,
+		}
+	}
+	return resolved, nil
+}
+
+// symlinkError is a symlink [FollowSymlink] cannot follow.
+type symlinkError struct {
+	msg string
+	err error
+}
+
+func (e *symlinkError) Error() string { return e.msg }
+func (e *symlinkError) Unwrap() error { return e.err }
+
+// unwrapPathError drops the operation and path of a *fs.PathError, for
+// messages that name the path already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func cleanPath(p string) string {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
@@ -119,6 +120,73 @@ func TestTreeRoundTrip(t *testing.T) {
 	// A non-empty destination is refused and left alone.
 	if err := cas.GetTree(ctx, st, root, dst, nil); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("get into a non-empty dir: got %v, want ErrExist", err)
+	}
+}
+
+// TestGetTreeThroughSymlink: a destination that is a symlink is followed,
+// never replaced; one that leads nowhere is refused and left alone.
+func TestGetTreeThroughSymlink(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "a.txt"), []byte("alpha"), 0o644)
+	st := memstore.New()
+	root, err := cas.PutTree(ctx, st, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	target, link := filepath.Join(work, "target"), filepath.Join(work, "link")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.GetTree(ctx, st, root, link, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(link); err != nil || got != "target" {
+		t.Fatalf("the link became %q, %v; want it kept, pointing at target", got, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(target, "a.txt")); err != nil || string(data) != "alpha" {
+		t.Fatalf("target/a.txt = %q, %v", data, err)
+	}
+	// Now not empty: refused, naming the link and where it points.
+	err = cas.GetTree(ctx, st, root, link, nil)
+	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "link (a symlink to ") {
+		t.Errorf("get into a link to a non-empty dir: %v", err)
+	}
+
+	// "link/" is the link as well.
+	if err := os.Mkdir(filepath.Join(work, "target2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target2", filepath.Join(work, "link2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.GetTree(ctx, st, root, filepath.Join(work, "link2")+"/", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(filepath.Join(work, "link2")); err != nil || got != "target2" {
+		t.Fatalf("link2/ became %q, %v; want it kept", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "target2", "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	dangling := filepath.Join(work, "dangling")
+	if err := os.Symlink("nowhere", dangling); err != nil {
+		t.Fatal(err)
+	}
+	err = cas.GetTree(ctx, st, root, dangling, nil)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "is a symlink to nowhere, which does not exist") {
+		t.Errorf("get into a dangling link: %v", err)
+	}
+	if got, err := os.Readlink(dangling); err != nil || got != "nowhere" {
+		t.Errorf("the dangling link became %q, %v; want it left alone", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("something was made at the dangling link's target: %v", err)
 	}
 }
 

@@ -563,28 +563,9 @@ func (n *Node) Resolve(value func(from, pointer string) (any, error)) (map[strin
 	// value, which must be an object like any input.
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("node %q: input: the reference gives %s, not an object", n.Name, valueKind(v))
+		return nil, fmt.Errorf("node %q: input: the reference gives %s, not an object", n.Name, cas.KindOf(v))
 	}
 	return m, nil
-}
-
-// valueKind names a data-model value's kind, for messages.
-func valueKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case []byte:
-		return "bytes"
-	case map[string]any:
-		return "an object"
-	}
-	return "a number"
 }
 
 // cloneValue deep-copies a data-model value (maps, arrays and byte slices;

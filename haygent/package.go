@@ -267,6 +267,13 @@ func compileSchema(c *jsonschema.Compiler, dir, file string) (*jsonschema.Schema
 	if err != nil {
 		return nil, nil, err
 	}
+	defs, err := compileDefs(c, url, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cyc := refCycle(append([]*jsonschema.Schema{sch}, defs...)...); cyc != nil {
+		return nil, nil, refCycleError(url, cyc)
+	}
 	raw, _ := doc.(map[string]any)
 	return sch, raw, nil
 }

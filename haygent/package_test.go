@@ -47,6 +47,14 @@ func TestCheckRejects(t *testing.T) {
 		{"adjustable field named like a grant", haygent.AdjustSchema, `"factor": {`, `"permissions": {"type": "string"}, "factor": {`, `"permissions"`},
 		{"bad permissions", haygent.PermissionsFile, `"network:none",`, `"network:none", "network:example.com",`, "permissions.json"},
 		{"repair from an unknown step", haygent.ManifestFile, `"rerun_from": "render"`, `"rerun_from": "nowhere"`, `rerun_from "nowhere"`},
+		{"schema that refers to itself", haygent.InputSchema, `"note": {"type": "string", "maxLength": 2000}`,
+			`"note": {"$ref": "#/$defs/loop"}}, "$defs": {"loop": {"$ref": "#/$defs/loop"}`,
+			"contracts/input.schema.json: reference cycle at #/$defs/loop:"},
+		{"schema root that refers to itself", haygent.OutputSchema, `"type": "object"`, `"$ref": "#"`,
+			"contracts/output.schema.json: reference cycle at #:"},
+		{"ring of refs no one uses", haygent.InputSchema, `"additionalProperties": false`,
+			`"additionalProperties": false, "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}}`,
+			"reference cycle at #/$defs/a: #/$defs/a -> #/$defs/b -> #/$defs/b/allOf/1 -> #/$defs/a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -77,5 +85,25 @@ func TestCheckRejects(t *testing.T) {
 				t.Fatalf("problems %q do not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckAcceptsRecursiveSchema: a schema that refers to itself for a
+// part of the value (a tree of nodes) is ordinary recursion, not a cycle.
+func TestCheckAcceptsRecursiveSchema(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "haygents", "gotest"))); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+ "properties": {"note": {"type": "string"}, "tree": {"$ref": "#/$defs/node"}},
+ "$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                    "anyOf": [{"$ref": "#/$defs/leaf"}, {"required": ["kids"]}]},
+           "leaf": {"properties": {"value": {"$ref": "#"}}}}}`
+	if err := os.WriteFile(filepath.Join(dir, haygent.InputSchema), []byte(schema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := haygent.Load(dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -165,7 +165,11 @@ func newGetCmd(g *globals) *cobra.Command {
 		Long: `Write the file CID to standard output, or to PATH with -o (replaced
 atomically), or the tree CID into the directory PATH, which must not exist or
 be empty. Every block is verified before its bytes are used; a damaged block
-stops the command with exit code 4 and leaves nothing at PATH.`,
+stops the command with exit code 4 and leaves nothing at PATH.
+
+If PATH is a symlink, the file or tree is written where it points, as cp and
+git clone do, and the link itself is kept; the same rules apply there (a
+tree needs an empty or missing directory). A symlink to nothing is refused.`,
 		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out != "" {
@@ -221,13 +225,23 @@ stops the command with exit code 4 and leaves nothing at PATH.`,
 
 // writeOut runs write against stdout (path "" or "-"), straight into path
 // when it is a device or pipe, and otherwise into a temporary file beside
-// path that is renamed over it only when write succeeds.
+// path that is renamed over it only when write succeeds. A path that is a
+// symlink stands for the file it points to.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return write(stdout)
 	}
+	// A symlink is written through, never replaced (as GetTree does).
+	name := path
+	path, err := cas.FollowSymlink(path)
+	if err != nil {
+		return err
+	}
 	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
 		if info.IsDir() {
+			if path != name {
+				return fmt.Errorf("%s is a symlink to the directory %s: give a file name", name, path)
+			}
 			return fmt.Errorf("%s is a directory", path)
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)

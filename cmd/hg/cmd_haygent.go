@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,16 +183,20 @@ func readInput(path string, stdin io.Reader) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v map[string]any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("input %s: want one JSON object: %v", path, err)
+	// Strictly: a duplicate key or a number out of range is the input's
+	// fault and is named here, before any contract sees the value.
+	v, err := cas.DecodePlainJSON(data)
+	if err != nil {
+		if t := strings.TrimLeft(string(data), " \t\r\n"); !strings.HasPrefix(t, "{") {
+			return nil, fmt.Errorf("input %s: want one JSON object: %v", path, err)
+		}
+		return nil, fmt.Errorf("input %s: %v", path, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("input %s: trailing data after the JSON object", path)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("input %s: want one JSON object, not %s", path, cas.KindOf(v))
 	}
-	return cas.FromJSON(v).(map[string]any), nil
+	return cas.FromJSON(m).(map[string]any), nil
 }
 
 func newAdapter(spec, model string) (haygent.Adapter, error) {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -288,9 +290,19 @@ func newDagDotCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "dot WORKORDER.json|RUN",
 		Short: "print a Work Order or a run as Graphviz, nodes coloured by state",
-		Args:  exactArgs(1, "a WORKORDER.json or a RUN id"),
+		Long: `Print a Work Order file, or the Work Order of a run in the store coloured by
+the state of each node, as Graphviz (dot -Tsvg).
+
+The argument is read as a Work Order file if it names a file that exists or
+ends in .json (a missing one is an error, never taken for a run), and as a
+run id (run-NAME) otherwise; a directory never hides a run of its name.`,
+		Args: exactArgs(1, "a WORKORDER.json or a RUN id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, statErr := os.Stat(args[0]); statErr == nil {
+			isFile, err := dotArgIsFile(args[0])
+			if err != nil {
+				return err
+			}
+			if isFile {
 				plan, err := scheduler.Load(args[0])
 				if err != nil {
 					return err
@@ -316,6 +328,29 @@ func newDagDotCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// dotArgIsFile decides whether the argument of 'hg dag dot' is a Work
+// Order file rather than a run id, from its form first: a path that
+// exists and is not a directory, or that ends in .json, is a file even
+// when it is missing (so a mistyped path is reported as a missing file,
+// not as an unknown run or a missing store); a valid run id is a run
+// unless a file of that name exists. Anything else is neither.
+func dotArgIsFile(arg string) (bool, error) {
+	info, statErr := os.Stat(arg)
+	switch {
+	case statErr == nil && !info.IsDir():
+		return true, nil
+	case strings.HasSuffix(strings.ToLower(arg), ".json"):
+		return true, nil
+	case scheduler.CheckRunID(arg) == nil:
+		return false, nil
+	case statErr == nil: // a directory
+		return false, fmt.Errorf("%s is a directory: want a Work Order file or a run id (run-NAME)", arg)
+	case errors.Is(statErr, fs.ErrNotExist):
+		return false, usageError{fmt.Errorf("%s: no such Work Order file, and not a run id (run-NAME)", arg)}
+	}
+	return false, statErr
 }
 
 // runReport renders the run-level report: the record and each node's
