@@ -22,13 +22,19 @@ test: vet
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
 
-# fuzz runs each fuzz target briefly; FUZZTIME=1m make fuzz for longer.
+# fuzz runs each fuzz target briefly; FUZZTIME=1m make fuzz for longer. A run
+# that ends only in the engine's own "context deadline exceeded", with no
+# failing input, is an engine hiccup on a loaded machine and is run again once.
 fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >.fuzz.out 2>&1 \
-	      || { tail -n 40 .fuzz.out; rm -f .fuzz.out; exit 1; }; \
+	    ok=0; for try in 1 2; do \
+	      if $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >.fuzz.out 2>&1; then ok=1; break; fi; \
+	      grep -q 'context deadline exceeded' .fuzz.out && ! grep -q 'Failing input' .fuzz.out || break; \
+	      echo "  the fuzzing engine missed its own deadline (no failing input): once more"; \
+	    done; \
+	    [ $$ok = 1 ] || { tail -n 40 .fuzz.out; rm -f .fuzz.out; exit 1; }; \
 	  done; \
 	done; rm -f .fuzz.out
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
 	"github.com/spf13/cobra"
 )
@@ -26,22 +27,20 @@ Haygent's input where its approval step reads it. The subject is the sha256
 of the value's JSON (--value FILE.json), or given as hex (--subject). The
 approval is signed with the store's runner key, or with --key-file, and
 counts only until it expires (--for, default 1h), only for that exact value,
-and only if the Haygent's manifest lists the signer among its approvers.`,
+and only if the Haygent's manifest lists the signer among its approvers.
+FILE.json and INPUT.json are read as strictly as 'hg haygent run' reads
+--input: a duplicate key or a number out of range is an error.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (valueFile == "") == (subject == "") {
 				return usageError{errors.New("give exactly one of --value FILE.json and --subject SHA256")}
 			}
 			if valueFile != "" {
-				data, err := os.ReadFile(valueFile)
+				v, err := readValue(valueFile)
 				if err != nil {
 					return err
 				}
-				var plain any
-				if err := json.Unmarshal(data, &plain); err != nil {
-					return fmt.Errorf("%s: %w", valueFile, err)
-				}
-				subject = haygent.SubjectDigest(plain)
+				subject = haygent.SubjectDigest(v)
 			}
 			if keyFile == "" {
 				dir, err := locateStore(g.store)
@@ -78,16 +77,41 @@ and only if the Haygent's manifest lists the signer among its approvers.`,
 	return cmd
 }
 
+// readValue reads the value to approve from the JSON file at path, as
+// strictly as 'hg haygent run --input' reads an input (a duplicate key, a
+// number out of range or invalid UTF-8 is refused, not resolved), and
+// returns it as that input's value would be in the run state: the data
+// model of [cas.FromJSON], int64 or *big.Int for integers. So the subject
+// is the digest the approval step computes of the same value given as
+// input, integers beyond 2^53 included.
+func readValue(path string) (any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := cas.DecodePlainJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("value %s: %v", path, err)
+	}
+	return cas.FromJSON(v), nil
+}
+
 // putApproval sets field of the JSON object in path to a, replacing the
-// file whole.
+// file whole. The file is checked as strictly as 'hg haygent run --input'
+// will read it: a duplicate key would otherwise be dropped here, changing
+// the input in silence. The other fields keep their text, numbers as
+// written.
 func putApproval(path, field string, a *haygent.Approval) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
+	if _, err := decodeJSONObject("into", path, data); err != nil {
+		return err
+	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
-		return fmt.Errorf("%s: want one JSON object", path)
+		return fmt.Errorf("into %s: want one JSON object", path)
 	}
 	if doc[field], err = json.Marshal(a); err != nil {
 		return err

@@ -185,18 +185,31 @@ func readInput(path string, stdin io.Reader) (map[string]any, error) {
 	}
 	// Strictly: a duplicate key or a number out of range is the input's
 	// fault and is named here, before any contract sees the value.
+	m, err := decodeJSONObject("input", path, data)
+	if err != nil {
+		return nil, err
+	}
+	return cas.FromJSON(m).(map[string]any), nil
+}
+
+// decodeJSONObject parses data, read from the file at path, as one JSON
+// object, strictly ([cas.DecodePlainJSON]): a duplicate key, a number out
+// of range or invalid UTF-8 is refused with its byte offset. Errors read
+// "WHAT PATH: ..." and are bad input (exit 1). Numbers are left as
+// DecodePlainJSON returns them: apply [cas.FromJSON] for the data model.
+func decodeJSONObject(what, path string, data []byte) (map[string]any, error) {
 	v, err := cas.DecodePlainJSON(data)
 	if err != nil {
 		if t := strings.TrimLeft(string(data), " \t\r\n"); !strings.HasPrefix(t, "{") {
-			return nil, fmt.Errorf("input %s: want one JSON object: %v", path, err)
+			return nil, fmt.Errorf("%s %s: want one JSON object: %v", what, path, err)
 		}
-		return nil, fmt.Errorf("input %s: %v", path, err)
+		return nil, fmt.Errorf("%s %s: %v", what, path, err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("input %s: want one JSON object, not %s", path, cas.KindOf(v))
+		return nil, fmt.Errorf("%s %s: want one JSON object, not %s", what, path, cas.KindOf(v))
 	}
-	return cas.FromJSON(m).(map[string]any), nil
+	return m, nil
 }
 
 func newAdapter(spec, model string) (haygent.Adapter, error) {
