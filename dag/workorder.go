@@ -97,14 +97,11 @@ type Node struct {
 	// Needs lists the nodes this one waits for, as written.
 	Needs []string
 	// input is the input document (see [Node.Input]) encoded as
-	// DAG-CBOR. Kept as maps, the inputs of a Work Order of 100,000 nodes
+	// DAG-CBOR; nil for the empty map. Kept as maps, the inputs of a Work Order of 100,000 nodes
 	// took 150 MB of small objects, which the collector marked again at
 	// every cycle of the run.
 	input []byte
 }
-
-// emptyInput is the encoding of the empty map.
-var emptyInput = []byte{0xa0}
 
 // Input returns the node's input document in the data model (see
 // [cas.DecodeJSON]), references included as {"from", "pointer"} maps:
@@ -310,7 +307,7 @@ func (p *parser) node(name string, raw json.RawMessage) *Node {
 		return nil
 	}
 	p.unknownIn(name, "", m, "haygent", "needs", "input")
-	n := &Node{Name: name, input: emptyInput}
+	n := &Node{Name: name}
 	if raw, ok := m["haygent"]; !ok {
 		p.add(name, "haygent", "required")
 	} else if s, ok := p.str(name, "haygent", raw); ok {
@@ -521,6 +518,7 @@ func asRef(m map[string]any) (Ref, bool) {
 // the node's needs. The first error value returns stops it, wrapped with
 // the reference's place in the input.
 func (n *Node) Resolve(value func(from, pointer string) (any, error)) (map[string]any, error) {
+	// Input is a copy of the node's own: references are replaced in it.
 	var walk func(at string, v any) (any, error)
 	walk = func(at string, v any) (any, error) {
 		switch x := v.(type) {
@@ -532,28 +530,23 @@ func (n *Node) Resolve(value func(from, pointer string) (any, error)) (map[strin
 				}
 				return got, nil
 			}
-			out := make(map[string]any, len(x))
 			for _, k := range sortedKeys(x) {
 				e, err := walk(at+"/"+escapeToken(k), x[k])
 				if err != nil {
 					return nil, err
 				}
-				out[k] = e
+				x[k] = e
 			}
-			return out, nil
 		case []any:
-			out := make([]any, len(x))
 			for i, e := range x {
 				v, err := walk(at+"/"+strconv.Itoa(i), e)
 				if err != nil {
 					return nil, err
 				}
-				out[i] = v
+				x[i] = v
 			}
-			return out, nil
-		default:
-			return cloneValue(v), nil
 		}
+		return v, nil
 	}
 	v, err := walk("", n.Input())
 	if err != nil {
@@ -566,27 +559,4 @@ func (n *Node) Resolve(value func(from, pointer string) (any, error)) (map[strin
 		return nil, fmt.Errorf("node %q: input: the reference gives %s, not an object", n.Name, cas.KindOf(v))
 	}
 	return m, nil
-}
-
-// cloneValue deep-copies a data-model value (maps, arrays and byte slices;
-// everything else is immutable).
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	case []byte:
-		return slices.Clone(x)
-	default:
-		return v
-	}
 }
