@@ -191,12 +191,7 @@ func TestSmallBlocksPackedInBigPuts(t *testing.T) {
 	if n := packedSize(t, dir); n != int64(total) {
 		t.Fatalf("a Put of %d bytes of small blocks wrote %d bytes to packs; want all of them", total, n)
 	}
-	for _, b := range append(few, many...) {
-		got, err := s.Get(ctx, b.CID())
-		if err != nil || !bytes.Equal(got, b.Data()) {
-			t.Fatalf("get %s: %v", b.CID(), err)
-		}
-	}
+	getsBack(t, s, append(few, many...))
 	s.Close()
 	if err := Corrupt(dir, many[7].CID(), 3); err != nil {
 		t.Fatal(err)
@@ -265,8 +260,14 @@ func TestSmallBlocksBeyondTheWriteBuffer(t *testing.T) {
 	if n := packedSize(t, dir); n != int64(total) {
 		t.Fatalf("a Put of %d bytes of small blocks wrote %d bytes to packs", total, n)
 	}
-	for _, b := range many {
-		got, err := s.Get(ctx, b.CID())
+	getsBack(t, s, many)
+}
+
+// getsBack fails the test unless every block reads back as put.
+func getsBack(t *testing.T, s *Store, blocks []cas.Block) {
+	t.Helper()
+	for _, b := range blocks {
+		got, err := s.Get(context.Background(), b.CID())
 		if err != nil || !bytes.Equal(got, b.Data()) {
 			t.Fatalf("get %s: %v", b.CID(), err)
 		}
