@@ -3,11 +3,15 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 )
 
 // putRecorder notes the CIDs of each Put, in the order given.
@@ -55,6 +59,37 @@ func TestPutInKeyOrder(t *testing.T) {
 	for _, b := range blocks {
 		if ok, err := rec.Has(ctx, b.CID()); err != nil || !ok {
 			t.Fatalf("block %s not stored (%v)", b.CID(), err)
+		}
+	}
+}
+
+// sortByKey orders blocks as comparing whole keys does, also where keys
+// share their first 16 bytes or are shorter than that.
+func TestSortByKey(t *testing.T) {
+	var blocks []cas.Block
+	for i := range 200 {
+		blocks = append(blocks, cas.NewBlock(cas.Raw, []byte(fmt.Sprintf("block %d", i))), cas.NewBlock(cas.DagCBOR, []byte{0x18, byte(i)}))
+	}
+	// Identity CIDs carry their data in the key: these share the first
+	// 16 bytes or end before them.
+	for _, data := range []string{"same twelve bytes, then a", "same twelve bytes, then b", "same twelve bytes", "same twelve", "", "s", "same twelve bytes, then a\x00"} {
+		mh, err := multihash.Sum([]byte(data), multihash.IDENTITY, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cas.NewBlockWithCID(cid.NewCidV1(cas.Raw, mh), []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, b)
+	}
+	rand.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	want := slices.Clone(blocks)
+	slices.SortFunc(want, func(a, b cas.Block) int { return strings.Compare(a.CID().KeyString(), b.CID().KeyString()) })
+	sortByKey(blocks)
+	for i := range blocks {
+		if blocks[i].CID() != want[i].CID() {
+			t.Fatalf("position %d: %s, want %s", i, blocks[i].CID(), want[i].CID())
 		}
 	}
 }
