@@ -38,7 +38,8 @@ func TestPutInKeyOrder(t *testing.T) {
 		blocks = append(blocks, cas.NewBlock(cas.Raw, []byte(fmt.Sprintf("block %d", i))))
 	}
 	rec := &putRecorder{Store: memstore.New()}
-	if err := putInKeyOrder(ctx, rec, append([]cas.Block(nil), blocks...), 5); err != nil {
+	packs := []cas.Packed{cas.Pack(blocks[:4]...), cas.Pack(), cas.Pack(blocks[4:]...)}
+	if err := putInKeyOrder(ctx, rec, packs, 5); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.puts) != 5 {
@@ -63,9 +64,9 @@ func TestPutInKeyOrder(t *testing.T) {
 	}
 }
 
-// sortByKey orders blocks as comparing whole keys does, also where keys
+// keyOrder orders blocks as comparing whole keys does, also where keys
 // share their first 16 bytes or are shorter than that.
-func TestSortByKey(t *testing.T) {
+func TestKeyOrder(t *testing.T) {
 	var blocks []cas.Block
 	for i := range 200 {
 		blocks = append(blocks, cas.NewBlock(cas.Raw, []byte(fmt.Sprintf("block %d", i))), cas.NewBlock(cas.DagCBOR, []byte{0x18, byte(i)}))
@@ -86,10 +87,14 @@ func TestSortByKey(t *testing.T) {
 	rand.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	want := slices.Clone(blocks)
 	slices.SortFunc(want, func(a, b cas.Block) int { return strings.Compare(a.CID().KeyString(), b.CID().KeyString()) })
-	sortByKey(blocks)
-	for i := range blocks {
-		if blocks[i].CID() != want[i].CID() {
-			t.Fatalf("position %d: %s, want %s", i, blocks[i].CID(), want[i].CID())
+	packs := []cas.Packed{cas.Pack(blocks[:100]...), cas.Pack(blocks[100:]...)}
+	order := keyOrder(packs)
+	if len(order) != len(want) {
+		t.Fatalf("%d blocks in order, want %d", len(order), len(want))
+	}
+	for i, at := range order {
+		if got := packs[at.pack].Block(at.off); got.CID() != want[i].CID() || string(got.Data()) != string(want[i].Data()) {
+			t.Fatalf("position %d: %s, want %s", i, got.CID(), want[i].CID())
 		}
 	}
 }

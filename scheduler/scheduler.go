@@ -469,7 +469,7 @@ type result struct {
 	accept    cid.Cid
 	memo      bool
 	reason    string
-	blocks    []cas.Block
+	blocks    cas.Packed // every block of the work and its acceptance
 	memoKey   string
 	attempted bool
 	output    map[string]any // the accepted output document, when done
@@ -547,6 +547,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			e.mu.Lock()
 			active--
 			e.applyLocked(r)
+			r.output = nil // held by e.outputs while needed, not until the commit
 			pending = append(pending, r)
 		}
 	}
@@ -829,7 +830,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		// A record never names a receipt or acceptance whose blocks it
 		// does not commit; a node cut short without them was cancelled
 		// if the run was, and runs again on resume.
-		if res.blocks == nil {
+		if res.blocks.Len() == 0 {
 			res.receipt, res.accept = cid.Undef, cid.Undef
 			res.cancelled = ctx.Err() != nil
 		}
@@ -943,9 +944,11 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "%v", err)
 	}
 	res.accept = ab.CID()
-	if res.blocks, err = stg.blocks(); err != nil {
+	blocks, err := stg.blocks()
+	if err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
+	res.blocks = cas.Pack(blocks...)
 	switch {
 	case acc.Verdict != "accepted":
 		for _, c := range acc.Checks {
@@ -1152,63 +1155,77 @@ func (e *execution) commit(ctx context.Context, b *batch) error {
 	// ranges share no leaf. The refs go last, so a crash between two of
 	// these transactions leaves only unreferenced blocks, which gc drops.
 	var refs []cas.Ref
-	var blocks []cas.Block
+	packs := []cas.Packed{cas.Pack(b.pages...)}
 	for _, r := range b.results {
-		blocks = append(blocks, r.blocks...)
+		packs = append(packs, r.blocks)
 		if r.state == dag.Done && !r.memo && r.memoKey != "" {
 			refs = append(refs, cas.Ref{NS: MemoNamespace, Name: r.memoKey, CID: r.accept})
 		}
 	}
-	if err := putInKeyOrder(ctx, st, append(blocks, b.pages...), commitChunk); err != nil {
+	if err := putInKeyOrder(ctx, st, packs, commitChunk); err != nil {
 		return err
 	}
 	return st.SetRefs(ctx, append(refs, b.ref)...)
 }
 
-// putInKeyOrder sorts blocks by CID and stores them in Puts of at most
-// chunk blocks each, the next chunk gathered while one is written.
-func putInKeyOrder(ctx context.Context, st cas.Store, blocks []cas.Block, chunk int) error {
-	sortByKey(blocks)
+// putInKeyOrder stores the blocks of packs in the order of their CIDs'
+// bytes, in Puts of at most chunk blocks each, the next chunk gathered
+// while one is written. Only the blocks of the chunks being written are
+// taken out of their packs at a time.
+func putInKeyOrder(ctx context.Context, st cas.Store, packs []cas.Packed, chunk int) error {
 	w := cas.NewWriter(st)
 	w.MaxBlocks, w.MaxBytes = chunk, math.MaxInt
-	for _, blk := range blocks {
-		if err := w.Add(ctx, blk); err != nil {
+	for _, at := range keyOrder(packs) {
+		if err := w.Add(ctx, packs[at.pack].Block(at.off)); err != nil {
 			return err
 		}
 	}
 	return w.Flush(ctx)
 }
 
-// sortByKey sorts blocks by the bytes of their CIDs. It sorts the first
-// 16 bytes of each key, side by side in one slice, and compares whole
-// keys only on a tie: comparing the keys where they lie, all over the
-// heap, missed the processor's cache at nearly every step, and a commit
-// of 600,000 blocks spent a second sorting them.
-func sortByKey(blocks []cas.Block) {
-	type head struct {
-		hi, lo uint64
-		i      int
+// packedAt is where a block lies in a list of packs.
+type packedAt struct {
+	hi, lo uint64 // the first 16 bytes of its CID, zero-padded
+	pack   int
+	off    int
+}
+
+// keyOrder returns where the blocks of packs lie, in the order of their
+// CIDs' bytes. It sorts the first 16 bytes of each key, side by side in
+// one slice, and compares whole keys only on a tie: comparing the keys
+// where they lie, all over the heap, missed the processor's cache at
+// nearly every step, and a commit of 600,000 blocks spent a second
+// sorting them.
+func keyOrder(packs []cas.Packed) []packedAt {
+	n := 0
+	for _, p := range packs {
+		n += p.Len()
 	}
-	heads := make([]head, len(blocks))
-	for i, b := range blocks {
-		var k [16]byte
-		copy(k[:], b.CID().KeyString())
-		heads[i] = head{binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint64(k[8:]), i}
+	order := make([]packedAt, 0, n)
+	for i, p := range packs {
+		for off := 0; ; {
+			key, next, ok := p.Next(off)
+			if !ok {
+				break
+			}
+			var k [16]byte
+			copy(k[:], key)
+			order = append(order, packedAt{binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint64(k[8:]), i, off})
+			off = next
+		}
 	}
-	slices.SortFunc(heads, func(a, b head) int {
+	slices.SortFunc(order, func(a, b packedAt) int {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.lo, b.lo); c != 0 {
 			return c
 		}
-		return strings.Compare(blocks[a.i].CID().KeyString(), blocks[b.i].CID().KeyString())
+		ka, _, _ := packs[a.pack].Next(a.off)
+		kb, _, _ := packs[b.pack].Next(b.off)
+		return bytes.Compare(ka, kb)
 	})
-	sorted := make([]cas.Block, len(blocks))
-	for j, h := range heads {
-		sorted[j] = blocks[h.i]
-	}
-	copy(blocks, sorted)
+	return order
 }
 
 // encodeRecord encodes the pages of the run record that changed since the
