@@ -113,3 +113,28 @@ func TestMemoWithinOneRun(t *testing.T) {
 		t.Errorf("%d outputs still held", len(e.outputs))
 	}
 }
+
+// The runtime's re-check of an upstream link accepts only the receipt of
+// a done node that the node needs: a receipt of the same run from another
+// branch, or of nothing, is refused.
+func TestCheckUpstreamNeedsTheNodesOwnUpstream(t *testing.T) {
+	rec, e := runHeld(t, "../fixtures/workorders/pipeline.json", Options{})
+	if rec.Status != StatusDone {
+		t.Fatalf("status %s: %s", rec.Status, rec.Reason)
+	}
+	// merge needs left and middle; right is done too, on another branch.
+	for _, up := range []string{"left", "middle"} {
+		if err := e.checkUpstream("merge", rec.node(up).Receipt.Cid); err != nil {
+			t.Errorf("receipt of %s, which merge needs: %v", up, err)
+		}
+	}
+	if err := e.checkUpstream("merge", rec.node("right").Receipt.Cid); err == nil {
+		t.Error("receipt of right, which merge does not need, was accepted")
+	}
+	if err := e.checkUpstream("merge", rec.node("merge").Receipt.Cid); err == nil {
+		t.Error("merge's own receipt was accepted as its upstream")
+	}
+	if err := e.checkUpstream("seed", rec.node("left").Receipt.Cid); err == nil {
+		t.Error("a node with no needs accepted an upstream receipt")
+	}
+}

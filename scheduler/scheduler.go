@@ -340,7 +340,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, receipts: map[string]cid.Cid{}, byReceipt: map[cid.Cid]string{}, cancel: cancel}
+	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, cancel: cancel}
 	rec, err = e.run(ctx)
 	if executed != nil {
 		executed(e)
@@ -412,10 +412,6 @@ type execution struct {
 	// made the collector mark 100 MB more at each cycle.
 	outputs   map[string]map[string]any
 	consumers map[string]int
-	receipts  map[string]cid.Cid
-	// byReceipt maps the receipts of done nodes back to the nodes (a
-	// memo hit can make several nodes share one receipt; any will do).
-	byReceipt map[cid.Cid]string
 	cancel    context.CancelFunc
 
 	pkgMu    sync.Mutex
@@ -702,12 +698,19 @@ func (e *execution) consumed(name string) {
 func (e *execution) settled(name string) {
 	switch e.rec.node(name).State {
 	case dag.Done:
+		// A done node's dependents are told once; a waiting count is
+		// needed until it reaches zero. Neither is kept longer.
 		for _, d := range e.dependents[name] {
 			e.waiting[d]--
-			if n := e.rec.node(d); e.waiting[d] == 0 && n.State == dag.Pending {
+			if e.waiting[d] > 0 {
+				continue
+			}
+			delete(e.waiting, d)
+			if n := e.rec.node(d); n.State == dag.Pending {
 				e.enqueue(n)
 			}
 		}
+		delete(e.dependents, name)
 	case dag.Failed, dag.Blocked:
 		e.blockBelow(name)
 	}
@@ -765,8 +768,8 @@ func (e *execution) loadMemoIndex(ctx context.Context) error {
 	return nil
 }
 
-// loadDone takes up the nodes done in an earlier process: their receipts,
-// and the output documents of those a pending node reads from.
+// loadDone reads the output documents of the nodes done in an earlier
+// process that a pending node reads from.
 func (e *execution) loadDone(ctx context.Context) error {
 	var done []*NodeRecord
 	for i := range e.rec.Nodes {
@@ -774,8 +777,6 @@ func (e *execution) loadDone(ctx context.Context) error {
 		if n.State != dag.Done {
 			continue
 		}
-		e.receipts[n.Name] = n.Receipt.Cid
-		e.byReceipt[n.Receipt.Cid] = n.Name
 		if e.consumers[n.Name] > 0 {
 			done = append(done, n)
 		}
@@ -841,7 +842,12 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	e.mu.Lock()
 	var upstream []cid.Cid
 	for _, up := range wo.Upstream(name) {
-		upstream = append(upstream, e.receipts[up])
+		n := e.rec.node(up)
+		if n.State != dag.Done || n.Receipt == nil {
+			e.mu.Unlock()
+			return fail(dag.Failed, "upstream %s is %s, with no receipt", up, n.State)
+		}
+		upstream = append(upstream, n.Receipt.Cid)
 	}
 	outputs := e.outputs
 	input, err := wo.Nodes[name].Resolve(func(from, pointer string) (any, error) {
@@ -892,7 +898,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	out, err := e.engine().Invoke(ctx, Invocation{
 		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
 		Input: input, Upstream: upstream,
-		Check: func(ctx context.Context, c cid.Cid) error { return e.checkUpstream(ctx, c) },
+		Check: func(_ context.Context, c cid.Cid) error { return e.checkUpstream(name, c) },
 		base:  pb.index,
 	})
 	if err != nil {
@@ -1052,19 +1058,22 @@ func (e *execution) memo(ctx context.Context, c cid.Cid) (memoHit, bool) {
 	return memoHit{receipt: acc.Receipt.Cid, accept: c, output: out}, true
 }
 
-// checkUpstream is the runtime's re-check of an upstream receipt: it must
-// be the accepted receipt of a node of this run.
-func (e *execution) checkUpstream(ctx context.Context, c cid.Cid) error {
+// checkUpstream is the runtime's re-check of an upstream receipt of node
+// name: it must be the accepted receipt of a node name needs.
+func (e *execution) checkUpstream(name string, c cid.Cid) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	name, ok := e.byReceipt[c]
-	if !ok {
-		return fmt.Errorf("not the receipt of any done node of run %s", e.rec.Run)
+	for _, up := range e.plan.WorkOrder.Upstream(name) {
+		n := e.rec.node(up)
+		if n.Receipt == nil || n.Receipt.Cid != c {
+			continue
+		}
+		if n.State != dag.Done || n.Acceptance == nil {
+			return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
+		}
+		return nil
 	}
-	if n := e.rec.node(name); n.State != dag.Done || n.Acceptance == nil {
-		return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
-	}
-	return nil
+	return fmt.Errorf("not the receipt of a done node that %s needs in run %s", name, e.rec.Run)
 }
 
 // commitEvery is the pause after each commit of accepted work before the
@@ -1122,8 +1131,6 @@ func (e *execution) applyLocked(r result) {
 		if e.consumers[r.node] > 0 {
 			e.outputs[r.node] = r.output
 		}
-		e.receipts[r.node] = r.receipt
-		e.byReceipt[r.receipt] = r.node
 		if !r.memo && r.memoKey != "" && !e.s.opts.NoCache {
 			if e.memoRun == nil {
 				e.memoRun = map[string]memoHit{}
