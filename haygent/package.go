@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/gate"
 	"github.com/haygent/hg/haygent/perm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -166,6 +167,13 @@ func Load(dir string) (*Package, error) {
 		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			add(file, "%v", trimPathErr(err))
+			return false
+		}
+		// The strict parser first: encoding/json keeps the last of two
+		// equal keys, so {"version": "1.0.0", "version": "2.0.0"} would
+		// mean whatever the last one says.
+		if _, err := cas.DecodePlainJSON(data); err != nil {
+			add(file, "%v", err)
 			return false
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))

@@ -46,6 +46,8 @@ func TestCheckRejects(t *testing.T) {
 		{"open adjustable schema", haygent.AdjustSchema, `"additionalProperties": false`, `"additionalProperties": true`, "additionalProperties"},
 		{"adjustable field named like a grant", haygent.AdjustSchema, `"factor": {`, `"permissions": {"type": "string"}, "factor": {`, `"permissions"`},
 		{"bad permissions", haygent.PermissionsFile, `"network:none",`, `"network:none", "network:example.com",`, "permissions.json"},
+		{"manifest with a key twice", haygent.ManifestFile, `"limit": 2,`, `"limit": 2, "limit": 3,`, `duplicate key "limit"`},
+		{"spine with a key twice", haygent.SpineFile, `"kind": "exec"`, `"kind": "exec", "kind": "builtin"`, `duplicate key "kind"`},
 		{"repair from an unknown step", haygent.ManifestFile, `"rerun_from": "render"`, `"rerun_from": "nowhere"`, `rerun_from "nowhere"`},
 		{"schema that refers to itself", haygent.InputSchema, `"note": {"type": "string", "maxLength": 2000}`,
 			`"note": {"$ref": "#/$defs/loop"}}, "$defs": {"loop": {"$ref": "#/$defs/loop"}`,

@@ -1019,10 +1019,12 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 // adjustable schema declares, valid against it, and the slot verifier's
 // own checks. It returns the errors to send back on a re-ask.
 func (r *runner) verifyProposal(slot Slot, raw []byte) (map[string]any, []string) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return nil, []string{"the response is not one JSON object: " + firstLine(raw)}
+	// Strictly: a response with a key twice, or a number no value can
+	// hold, means two things or nothing, and is refused (encoding/json
+	// kept the last of two keys and rounded integers beyond 2^53).
+	v, err := cas.DecodePlainJSON(raw)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("the response is not one valid JSON object (%v): %s", err, firstLine(raw))}
 	}
 	prop, ok := v.(map[string]any)
 	if !ok {
