@@ -63,6 +63,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -563,6 +564,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		// one call; bufAt is the pack offset buf starts at.
 		buf := getWriteBuf(min(smallBytes, writeBufMax))
 		defer func() { putWriteBuf(buf) }()
+		var scratch []byte // aligned copies for direct writes
 		var bufAt uint64
 		flushBuf := func() error {
 			if len(buf) == 0 {
@@ -617,6 +619,25 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			} else {
 				if err := flushBuf(); err != nil {
 					return fmt.Errorf("write pack %d: %w", cur, err)
+				}
+				if len(data) >= directMin {
+					// Past the page cache (direct.go), at the next
+					// aligned offset; the padding after it is the pack's.
+					if df := s.packs.directFile(cur); df != nil {
+						off := alignUp(ps.end)
+						n, err := writeDirect(df, data, off, &scratch)
+						if err == nil {
+							values[i] = location{pack: cur, offset: off, length: uint64(len(data))}.encode()
+							ps.end = off + n
+							ps.live++
+							ps.liveBytes += uint64(len(data))
+							continue
+						}
+						if !errors.Is(err, syscall.EINVAL) {
+							return fmt.Errorf("put block %s: %w", b.CID(), err)
+						}
+						s.packs.disableDirect() // refused: through the page cache from now on
+					}
 				}
 				if _, err := f.WriteAt(data, int64(ps.end)); err != nil {
 					return fmt.Errorf("put block %s: %w", b.CID(), err)

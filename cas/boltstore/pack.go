@@ -168,8 +168,10 @@ type packs struct {
 	dir      string // the store's packs directory
 	readOnly bool
 
-	mu    sync.Mutex
-	files map[uint64]*os.File
+	mu       sync.Mutex
+	files    map[uint64]*os.File
+	direct   map[uint64]*os.File // packs opened for direct writes (direct.go)
+	noDirect bool                // the file system refused them
 }
 
 func newPacks(storeDir string, readOnly bool) *packs {
@@ -239,11 +241,13 @@ func (p *packs) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first error
-	for n, f := range p.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
+	for _, files := range []map[uint64]*os.File{p.files, p.direct} {
+		for n, f := range files {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+			delete(files, n)
 		}
-		delete(p.files, n)
 	}
 	return first
 }

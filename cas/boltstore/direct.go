@@ -1,0 +1,101 @@
+package boltstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"unsafe"
+)
+
+// Large blocks go to their pack past the page cache where the file system
+// allows it (O_DIRECT on Linux). Written through the page cache, a 1 GiB
+// import or put first had the kernel find a gigabyte of pages to copy
+// into, and on a machine that hands freed memory back to its host that
+// made the same write take from 0.7 to 3 seconds (an fsync'd copy of the
+// file measured 340 MB/s to 1.4 GB/s); written directly it goes from the
+// process's buffer to the disk, at 1.4–1.7 GB/s there. Small blocks are
+// still gathered and written through the page cache: direct writes must
+// start, end and lie in memory on directAlign boundaries, which small
+// blocks would waste most of.
+const (
+	// directAlign is the alignment of the file offset, length and
+	// memory of a direct write.
+	directAlign = 4096
+	// directMin is the smallest block written directly: the padding to
+	// directAlign on either side costs it at most 3%.
+	directMin = 256 << 10
+)
+
+// errNoDirect says that direct writes are not available for a file.
+var errNoDirect = errors.New("direct writes not supported")
+
+// directFile returns pack n opened for direct writes, or nil when the file
+// system or the platform has none (then every write goes through the page
+// cache, as before). The pack must exist.
+func (p *packs) directFile(n uint64) *os.File {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.noDirect || p.readOnly {
+		return nil
+	}
+	if f, ok := p.direct[n]; ok {
+		return f
+	}
+	f, err := openDirect(filepath.Join(p.dir, packName(n)))
+	if err != nil {
+		p.noDirect = true
+		return nil
+	}
+	if p.direct == nil {
+		p.direct = map[uint64]*os.File{}
+	}
+	p.direct[n] = f
+	return f
+}
+
+// disableDirect turns direct writes off for the rest of the store's life,
+// after a file system refused one.
+func (p *packs) disableDirect() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noDirect = true
+}
+
+// alignUp rounds n up to a multiple of directAlign.
+func alignUp(n uint64) uint64 { return (n + directAlign - 1) &^ (directAlign - 1) }
+
+// isAligned reports whether b starts on a directAlign boundary and its
+// length is a multiple of it, so it can be written directly as it is.
+func isAligned(b []byte) bool {
+	return len(b) > 0 && len(b)%directAlign == 0 && uintptr(unsafe.Pointer(&b[0]))%directAlign == 0
+}
+
+// writeDirect writes data at off (a multiple of directAlign) to f, opened
+// for direct writes, padded with zeros to a multiple of directAlign, and
+// returns the bytes written. Data that is not aligned in memory is copied
+// into *scratch first, grown as needed.
+func writeDirect(f *os.File, data []byte, off uint64, scratch *[]byte) (uint64, error) {
+	n := alignUp(uint64(len(data)))
+	buf := data
+	if !isAligned(data) {
+		if uint64(cap(*scratch)) < n {
+			*scratch = alignedBuf(int(n))
+		}
+		buf = (*scratch)[:n]
+		clear(buf[copy(buf, data):])
+	}
+	if _, err := f.WriteAt(buf, int64(off)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// alignedBuf returns n bytes that start on a directAlign boundary.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+directAlign)
+	skip := 0
+	if r := int(uintptr(unsafe.Pointer(&b[0])) % directAlign); r != 0 {
+		skip = directAlign - r
+	}
+	return b[skip : skip+n : skip+n]
+}
