@@ -54,7 +54,7 @@ func (p Packed) Next(off int) (key []byte, next int, ok bool) {
 	}
 	key, rest := p.field(off)
 	_, next = p.field(rest)
-	return key, next, true
+	return key[:len(key):len(key)], next, true
 }
 
 // Block returns the block that starts at offset off, an offset Next gave.

@@ -844,6 +844,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	for _, up := range wo.Upstream(name) {
 		n := e.rec.node(up)
 		if n.State != dag.Done || n.Receipt == nil {
+			e.consumed(name)
 			e.mu.Unlock()
 			return fail(dag.Failed, "upstream %s is %s, with no receipt", up, n.State)
 		}

@@ -633,7 +633,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 							ps.liveBytes += uint64(len(data))
 							continue
 						}
-						if !errors.Is(err, syscall.EINVAL) {
+						if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
 							return fmt.Errorf("put block %s: %w", b.CID(), err)
 						}
 						s.packs.disableDirect() // refused: through the page cache from now on

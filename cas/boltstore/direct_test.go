@@ -119,3 +119,38 @@ func TestAlignedBuf(t *testing.T) {
 		}
 	}
 }
+
+// A pack gc removes loses its direct-write descriptor too: an unlinked
+// file held open keeps its disk space until the store closes.
+func TestRemovedPackClosesItsDirectFile(t *testing.T) {
+	old := packMax
+	packMax = 500 << 10
+	t.Cleanup(func() { packMax = old })
+	ctx := context.Background()
+	s, _ := newStore(t)
+	defer s.Close()
+	first, second := bigBlock(1, directMin), bigBlock(2, directMin)
+	for _, b := range []cas.Block{first, bigBlock(3, directMin), second} {
+		if err := s.Put(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if packedAt(t, s, second).pack != 2 {
+		t.Fatalf("the third block went to pack %d, want 2", packedAt(t, s, second).pack)
+	}
+	if s.packs.directFile(1) == nil {
+		t.Skip("no direct writes on this file system")
+	}
+	if err := s.Delete(ctx, first.CID(), bigBlock(3, directMin).CID()); err != nil {
+		t.Fatal(err)
+	}
+	s.packs.mu.Lock()
+	_, open := s.packs.direct[1]
+	s.packs.mu.Unlock()
+	if open {
+		t.Fatal("pack 1 was removed but its direct-write file is still open")
+	}
+	if got, err := s.Get(ctx, second.CID()); err != nil || !bytes.Equal(got, second.Data()) {
+		t.Fatalf("get the block in pack 2: %v", err)
+	}
+}

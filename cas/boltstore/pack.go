@@ -225,9 +225,11 @@ func (p *packs) read(l location, buf []byte) ([]byte, error) {
 // remove closes and deletes pack n.
 func (p *packs) remove(n uint64) error {
 	p.mu.Lock()
-	if f, ok := p.files[n]; ok {
-		f.Close()
-		delete(p.files, n)
+	for _, files := range []map[uint64]*os.File{p.files, p.direct} {
+		if f, ok := files[n]; ok {
+			f.Close()
+			delete(files, n)
+		}
 	}
 	p.mu.Unlock()
 	err := os.Remove(filepath.Join(p.dir, packName(n)))
