@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"unsafe"
 )
 
@@ -26,12 +27,11 @@ const (
 	directMin = 256 << 10
 )
 
-// errNoDirect says that direct writes are not available for a file.
-var errNoDirect = errors.New("direct writes not supported")
-
 // directFile returns pack n opened for direct writes, or nil when the file
 // system or the platform has none (then every write goes through the page
-// cache, as before). The pack must exist.
+// cache, as before) or the open failed for another reason (out of file
+// descriptors: this write goes through the page cache, the next tries
+// again). The pack must exist.
 func (p *packs) directFile(n uint64) *os.File {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -41,9 +41,11 @@ func (p *packs) directFile(n uint64) *os.File {
 	if f, ok := p.direct[n]; ok {
 		return f
 	}
-	f, err := openDirect(filepath.Join(p.dir, packName(n)))
+	f, err := openDirectFile(filepath.Join(p.dir, packName(n)))
 	if err != nil {
-		p.noDirect = true
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
+			p.noDirect = true
+		}
 		return nil
 	}
 	if p.direct == nil {
@@ -60,6 +62,9 @@ func (p *packs) disableDirect() {
 	defer p.mu.Unlock()
 	p.noDirect = true
 }
+
+// openDirectFile is openDirect; tests replace it.
+var openDirectFile = openDirect
 
 // alignUp rounds n up to a multiple of directAlign.
 func alignUp(n uint64) uint64 { return (n + directAlign - 1) &^ (directAlign - 1) }

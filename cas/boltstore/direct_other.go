@@ -2,7 +2,10 @@
 
 package boltstore
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // openDirect: direct writes are used on Linux only.
-func openDirect(string) (*os.File, error) { return nil, errNoDirect }
+func openDirect(string) (*os.File, error) { return nil, errors.ErrUnsupported }

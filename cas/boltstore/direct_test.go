@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/haygent/hg/cas"
@@ -152,5 +153,44 @@ func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, second.CID()); err != nil || !bytes.Equal(got, second.Data()) {
 		t.Fatalf("get the block in pack 2: %v", err)
+	}
+}
+
+// Only a file system's refusal turns direct writes off for good; a
+// passing failure to open (out of descriptors) costs one write its
+// directness, and the next write tries again.
+func TestDirectOpenFailures(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		disabled bool
+	}{
+		{syscall.EMFILE, false},
+		{syscall.EINVAL, true},
+		{syscall.EOPNOTSUPP, true},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			s, _ := newStore(t)
+			defer s.Close()
+			if err := s.Put(context.Background(), bigBlock(1, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			real := openDirectFile
+			t.Cleanup(func() { openDirectFile = real })
+			openDirectFile = func(string) (*os.File, error) { return nil, tc.err }
+			if f := s.packs.directFile(1); f != nil {
+				t.Fatal("directFile returned a file after a failed open")
+			}
+			if s.packs.noDirect != tc.disabled {
+				t.Fatalf("after %v: direct writes disabled %v, want %v", tc.err, s.packs.noDirect, tc.disabled)
+			}
+			// Whatever happened, large blocks still go in and come back.
+			b := bigBlock(2, directMin)
+			if err := s.Put(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Get(context.Background(), b.CID()); err != nil || !bytes.Equal(got, b.Data()) {
+				t.Fatalf("get: %v", err)
+			}
+		})
 	}
 }
