@@ -593,6 +593,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 					return fmt.Errorf("write pack %d: %w", cur, err)
 				}
 				stats[cur] = ps
+				s.packs.closeDirect(cur) // full: no more writes to it
 				cur++
 				ps, f = getPackStat(tx, cur), nil
 			}

@@ -55,6 +55,18 @@ func (p *packs) directFile(n uint64) *os.File {
 	return f
 }
 
+// closeDirect closes the direct-write file of pack n, if open: a full
+// pack takes no more writes. A failed close loses nothing, since the pack
+// is synced through its other descriptor.
+func (p *packs) closeDirect(n uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.direct[n]; ok {
+		f.Close()
+		delete(p.direct, n)
+	}
+}
+
 // disableDirect turns direct writes off for the rest of the store's life,
 // after a file system refused one.
 func (p *packs) disableDirect() {

@@ -121,8 +121,9 @@ func TestAlignedBuf(t *testing.T) {
 	}
 }
 
-// A pack gc removes loses its direct-write descriptor too: an unlinked
-// file held open keeps its disk space until the store closes.
+// A full pack's direct-write descriptor is closed when writing moves on
+// to the next pack, and a pack gc removes loses it too: an unlinked file
+// held open keeps its disk space until the store closes.
 func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 	old := packMax
 	packMax = 500 << 10
@@ -139,6 +140,12 @@ func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 	if packedAt(t, s, second).pack != 2 {
 		t.Fatalf("the third block went to pack %d, want 2", packedAt(t, s, second).pack)
 	}
+	s.packs.mu.Lock()
+	_, open := s.packs.direct[1]
+	s.packs.mu.Unlock()
+	if open {
+		t.Fatal("pack 1 is full but its direct-write file is still open")
+	}
 	if s.packs.directFile(1) == nil {
 		t.Skip("no direct writes on this file system")
 	}
@@ -146,7 +153,7 @@ func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.packs.mu.Lock()
-	_, open := s.packs.direct[1]
+	_, open = s.packs.direct[1]
 	s.packs.mu.Unlock()
 	if open {
 		t.Fatal("pack 1 was removed but its direct-write file is still open")
