@@ -42,9 +42,6 @@ func Pack(blocks ...Block) Packed {
 // Len returns the number of blocks.
 func (p Packed) Len() int { return p.n }
 
-// Size returns the number of bytes the blocks take, CIDs included.
-func (p Packed) Size() int { return len(p.buf) }
-
 // Next returns the binary CID of the block that starts at offset off (the
 // first at 0) and the offset of the block after it, len of the buffer
 // after the last; ok is false at the end. key aliases the Packed.
@@ -67,19 +64,6 @@ func (p Packed) Block(off int) Block {
 		panic("cas: corrupt Packed: " + err.Error()) // Pack wrote a valid CID here
 	}
 	return Block{cid: c, data: data[:len(data):len(data)]}
-}
-
-// Blocks returns every block, in the order packed.
-func (p Packed) Blocks() []Block {
-	out := make([]Block, 0, p.n)
-	for off := 0; ; {
-		_, next, ok := p.Next(off)
-		if !ok {
-			return out
-		}
-		out = append(out, p.Block(off))
-		off = next
-	}
 }
 
 // field reads one length-prefixed field at off.

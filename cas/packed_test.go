@@ -7,6 +7,23 @@ import (
 	"github.com/haygent/hg/cas"
 )
 
+// unpack walks p with Next and returns its blocks and their offsets.
+func unpack(t *testing.T, p cas.Packed) (blocks []cas.Block, offs []int) {
+	t.Helper()
+	for off := 0; ; {
+		key, next, ok := p.Next(off)
+		if !ok {
+			return blocks, offs
+		}
+		b := p.Block(off)
+		if string(key) != b.CID().KeyString() {
+			t.Fatalf("at %d: Next gave key %x, Block a block of %s", off, key, b.CID())
+		}
+		blocks, offs = append(blocks, b), append(offs, off)
+		off = next
+	}
+}
+
 // Blocks come out of a Packed as they went in, in order, CIDs and data
 // alike, the empty block and a block of the largest size included.
 func TestPackedRoundTrip(t *testing.T) {
@@ -21,31 +38,13 @@ func TestPackedRoundTrip(t *testing.T) {
 	if p.Len() != len(in) {
 		t.Fatalf("Len %d, want %d", p.Len(), len(in))
 	}
-	out := p.Blocks()
+	out, offs := unpack(t, p)
 	if len(out) != len(in) {
 		t.Fatalf("%d blocks out, want %d", len(out), len(in))
-	}
-	var offs []int
-	for off := 0; ; {
-		key, next, ok := p.Next(off)
-		if !ok {
-			break
-		}
-		if string(key) != in[len(offs)].CID().KeyString() {
-			t.Errorf("block %d: key %x, want %x", len(offs), key, in[len(offs)].CID().KeyString())
-		}
-		offs = append(offs, off)
-		off = next
-	}
-	if len(offs) != len(in) {
-		t.Fatalf("Next walked %d blocks, want %d", len(offs), len(in))
 	}
 	for i, b := range out {
 		if b.CID() != in[i].CID() || !bytes.Equal(b.Data(), in[i].Data()) {
 			t.Errorf("block %d: %s (%d bytes), want %s (%d bytes)", i, b.CID(), len(b.Data()), in[i].CID(), len(in[i].Data()))
-		}
-		if got := p.Block(offs[i]); got.CID() != b.CID() {
-			t.Errorf("Block(%d) = %s, want %s", offs[i], got.CID(), b.CID())
 		}
 		if err := cas.Verify(b.CID(), b.Data()); err != nil {
 			t.Errorf("block %d: %v", i, err)
@@ -57,8 +56,10 @@ func TestPackedRoundTrip(t *testing.T) {
 	if got := p.Block(offs[1]); got.CID() != in[1].CID() {
 		t.Fatalf("appending to block 0 changed block 1: %s", got.CID())
 	}
-	if p := cas.Pack(); p.Len() != 0 || len(p.Blocks()) != 0 || p.Size() != 0 {
-		t.Errorf("empty Packed: Len %d, %d blocks, Size %d", p.Len(), len(p.Blocks()), p.Size())
+	if p := cas.Pack(); p.Len() != 0 {
+		t.Errorf("empty Packed: Len %d", p.Len())
+	} else if out, _ := unpack(t, p); len(out) != 0 {
+		t.Errorf("empty Packed: %d blocks", len(out))
 	}
 }
 
@@ -69,7 +70,7 @@ func TestPackCopies(t *testing.T) {
 	b := cas.NewBlock(cas.Raw, data)
 	p := cas.Pack(b)
 	data[0] = 'M'
-	if got := p.Blocks()[0]; string(got.Data()) != "mutable" {
+	if got := p.Block(0); string(got.Data()) != "mutable" {
 		t.Fatalf("packed data %q changed with its source", got.Data())
 	}
 }

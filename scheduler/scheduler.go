@@ -773,11 +773,7 @@ func (e *execution) loadMemoIndex(ctx context.Context) error {
 func (e *execution) loadDone(ctx context.Context) error {
 	var done []*NodeRecord
 	for i := range e.rec.Nodes {
-		n := &e.rec.Nodes[i]
-		if n.State != dag.Done {
-			continue
-		}
-		if e.consumers[n.Name] > 0 {
+		if n := &e.rec.Nodes[i]; n.State == dag.Done && e.consumers[n.Name] > 0 {
 			done = append(done, n)
 		}
 	}

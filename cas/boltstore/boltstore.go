@@ -63,7 +63,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -606,7 +605,10 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			}
 			// Data goes to the pack before the transaction that points at it
 			// commits; a Put that dies leaves bytes past the committed end,
-			// which the next writer cuts off.
+			// which the next writer cuts off. It lies at off and takes span
+			// bytes of the pack (a large block written directly is aligned
+			// and padded).
+			off, span := ps.end, uint64(len(data))
 			if len(data) < packBuffered {
 				if len(buf) > 0 && len(buf)+len(data) > cap(buf) {
 					if err := flushBuf(); err != nil {
@@ -621,31 +623,13 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				if err := flushBuf(); err != nil {
 					return fmt.Errorf("write pack %d: %w", cur, err)
 				}
-				if len(data) >= directMin {
-					// Past the page cache (direct.go), at the next
-					// aligned offset; the padding after it is the pack's.
-					if df := s.packs.directFile(cur); df != nil {
-						off := alignUp(ps.end)
-						n, err := writeDirect(df, data, off, &scratch)
-						if err == nil {
-							values[i] = location{pack: cur, offset: off, length: uint64(len(data))}.encode()
-							ps.end = off + n
-							ps.live++
-							ps.liveBytes += uint64(len(data))
-							continue
-						}
-						if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
-							return fmt.Errorf("put block %s: %w", b.CID(), err)
-						}
-						s.packs.disableDirect() // refused: through the page cache from now on
-					}
-				}
-				if _, err := f.WriteAt(data, int64(ps.end)); err != nil {
+				var err error
+				if off, span, err = s.packs.writeLarge(f, cur, data, ps.end, &scratch); err != nil {
 					return fmt.Errorf("put block %s: %w", b.CID(), err)
 				}
 			}
-			loc := location{pack: cur, offset: ps.end, length: uint64(len(data))}
-			ps.end += loc.length
+			loc := location{pack: cur, offset: off, length: uint64(len(data))}
+			ps.end = off + span
 			ps.live++
 			ps.liveBytes += loc.length
 			values[i] = loc.encode()

@@ -43,9 +43,7 @@ func (p *packs) directFile(n uint64) *os.File {
 	}
 	f, err := openDirectFile(filepath.Join(p.dir, packName(n)))
 	if err != nil {
-		if errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
-			p.noDirect = true
-		}
+		p.noDirect = refusesDirect(err)
 		return nil
 	}
 	if p.direct == nil {
@@ -53,6 +51,37 @@ func (p *packs) directFile(n uint64) *os.File {
 	}
 	p.direct[n] = f
 	return f
+}
+
+// refusesDirect reports whether err is a file system's refusal of direct
+// writes, rather than a failure of this one.
+func refusesDirect(err error) bool {
+	return errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported)
+}
+
+// writeLarge writes a block of packBuffered bytes or more to pack n, open
+// as f, whose data ends at end. It returns where the block lies and how
+// many bytes of the pack it takes: past the page cache when it can, at
+// the next aligned offset and padded (direct.go); through f at end
+// otherwise.
+func (p *packs) writeLarge(f *os.File, n uint64, data []byte, end uint64, scratch *[]byte) (off, span uint64, err error) {
+	if len(data) >= directMin {
+		if df := p.directFile(n); df != nil {
+			off := alignUp(end)
+			span, err := writeDirect(df, data, off, scratch)
+			if err == nil {
+				return off, span, nil
+			}
+			if !refusesDirect(err) {
+				return 0, 0, err
+			}
+			p.disableDirect() // refused: through the page cache from now on
+		}
+	}
+	if _, err := f.WriteAt(data, int64(end)); err != nil {
+		return 0, 0, err
+	}
+	return end, uint64(len(data)), nil
 }
 
 // closeDirect closes the direct-write file of pack n, if open: a full
