@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -91,12 +90,7 @@ func TestDirectWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			for _, b := range all {
-				got, err := s.Get(ctx, b.CID())
-				if err != nil || !bytes.Equal(got, b.Data()) {
-					t.Fatalf("get %s (%d bytes): %v", b.CID(), len(b.Data()), err)
-				}
-			}
+			getsBack(t, s, all)
 			rep, err := cas.Fsck(ctx, s, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -125,9 +119,7 @@ func TestAlignedBuf(t *testing.T) {
 // to the next pack, and a pack gc removes loses it too: an unlinked file
 // held open keeps its disk space until the store closes.
 func TestRemovedPackClosesItsDirectFile(t *testing.T) {
-	old := packMax
-	packMax = 500 << 10
-	t.Cleanup(func() { packMax = old })
+	setPackMax(t, 500<<10)
 	ctx := context.Background()
 	s, _ := newStore(t)
 	defer s.Close()
@@ -158,9 +150,7 @@ func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 	if open {
 		t.Fatal("pack 1 was removed but its direct-write file is still open")
 	}
-	if got, err := s.Get(ctx, second.CID()); err != nil || !bytes.Equal(got, second.Data()) {
-		t.Fatalf("get the block in pack 2: %v", err)
-	}
+	getsBack(t, s, []cas.Block{second})
 }
 
 // Only a file system's refusal turns direct writes off for good; a
@@ -195,9 +185,7 @@ func TestDirectOpenFailures(t *testing.T) {
 			if err := s.Put(context.Background(), b); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := s.Get(context.Background(), b.CID()); err != nil || !bytes.Equal(got, b.Data()) {
-				t.Fatalf("get: %v", err)
-			}
+			getsBack(t, s, []cas.Block{b})
 		})
 	}
 }
