@@ -90,3 +90,34 @@ func (s *linkScanner) key() ([]byte, bool) {
 	s.pos = start + int(size)
 	return s.data[start:s.pos], true
 }
+
+// BytesEntry returns the content of the byte string that data, one map,
+// holds under key, and whether it holds one there. Only the map's top
+// level up to that entry is read, and nothing is checked beyond it: a
+// caller that needs data valid decodes it.
+func BytesEntry(data []byte, key string) ([]byte, bool) {
+	major, n, count, ok := readHead(data)
+	if !ok || major != majorMap {
+		return nil, false
+	}
+	s := linkScanner{data: data, pos: n, skip: true}
+	for range count {
+		k, ok := s.key()
+		if !ok {
+			return nil, false
+		}
+		if string(k) != key {
+			if !s.item(1) {
+				return nil, false
+			}
+			continue
+		}
+		major, n, size, ok := readHead(data[s.pos:])
+		if !ok || major != majorBytes || size > uint64(len(data)-s.pos-n) {
+			return nil, false
+		}
+		start := s.pos + n
+		return data[start : start+int(size)], true
+	}
+	return nil, false
+}

@@ -36,6 +36,13 @@ func checkMapEntries(t *testing.T, data []byte, m map[string]any) {
 		if _, ok := cas.WithEntry(data, k, value); ok {
 			t.Fatalf("WithEntry(%x, %q) added a key the map has", data, k)
 		}
+		b, isBytes := v.([]byte)
+		if got, ok := cas.BytesEntry(data, k); ok != isBytes || !bytes.Equal(got, b) {
+			t.Fatalf("BytesEntry(%x, %q) = %x, %v; want %x, %v", data, k, got, ok, b, isBytes)
+		}
+	}
+	if _, ok := cas.BytesEntry(data, "no such key, surely"); ok {
+		t.Fatalf("BytesEntry(%x) found a key the map lacks", data)
 	}
 	if _, ok := cas.WithoutEntry(data, "no such key, surely"); ok {
 		t.Fatalf("WithoutEntry(%x) removed a key the map lacks", data)
@@ -59,7 +66,7 @@ func TestMapEntries(t *testing.T) {
 			case 2:
 				m[key] = map[string]any{"a": []any{"b", int64(-1), nil}}
 			default:
-				m[key] = []byte("bytes")
+				m[key] = []byte(key)
 			}
 		}
 		data, err := cas.EncodeNode(m)
@@ -92,6 +99,9 @@ func TestMapEntriesRefuse(t *testing.T) {
 		}
 		if out, ok := cas.WithEntry(data, "c", one); ok {
 			t.Errorf("%s: WithEntry = %x, want a refusal", name, out)
+		}
+		if out, ok := cas.BytesEntry(data, "bb"); ok {
+			t.Errorf("%s: BytesEntry = %x, want a refusal", name, out)
 		}
 	}
 }

@@ -1,9 +1,17 @@
 package haygent
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
 )
 
 func newKey(t *testing.T) ed25519.PrivateKey {
@@ -93,5 +101,91 @@ func TestSigCacheIgnoresInconsistentKeys(t *testing.T) {
 	}
 	if consistentKey(bad) || !consistentKey(mine) {
 		t.Fatal("consistentKey is wrong")
+	}
+}
+
+// signedBlocks stores n signed maps shaped like receipts, signed outside
+// the process's memory of signatures, and returns their CIDs.
+func signedBlocks(t *testing.T, st cas.Store, key ed25519.PrivateKey, n int, alter func(i int, sig []byte)) []cid.Cid {
+	t.Helper()
+	var out []cid.Cid
+	for i := range n {
+		m := map[string]any{"type": TypeReceipt, "run": fmt.Sprint("run-", i), "signer": []byte(key.Public().(ed25519.PublicKey))}
+		msg, err := cas.EncodeNode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig := ed25519.Sign(key, msg)
+		alter(i, sig)
+		m["signature"] = sig
+		data, err := cas.EncodeNode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := cas.NewBlock(cas.DagCBOR, data)
+		if err := st.Put(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b.CID())
+	}
+	return out
+}
+
+func remembered(t *testing.T, st cas.Store, rs []cid.Cid) []bool {
+	t.Helper()
+	var out []bool
+	for _, c := range rs {
+		err := st.View(context.Background(), c, func(data []byte) error {
+			pub, _ := cas.BytesEntry(data, "signer")
+			sig, _ := cas.BytesEntry(data, "signature")
+			msg, _ := cas.WithoutEntry(data, "signature")
+			out = append(out, goodSigs.has(sigKey(pub, msg, sig)))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// A batch that holds remembers every signature in it; one bad signature
+// makes it remember none, and the bad one still fails its own check.
+func TestPrecheckSignatures(t *testing.T) {
+	ForgetSignatures()
+	defer ForgetSignatures()
+	ctx := context.Background()
+	st := memstore.New()
+	key := newKey(t)
+	good := signedBlocks(t, st, key, 5, func(int, []byte) {})
+	missing := cas.Sum(cas.DagCBOR, []byte("not stored"))
+	PrecheckSignatures(ctx, st, append(good, missing))
+	if got := remembered(t, st, good); slices.Contains(got, false) {
+		t.Fatalf("after a good batch, remembered %v", got)
+	}
+
+	ForgetSignatures()
+	bad := signedBlocks(t, st, key, 5, func(i int, sig []byte) {
+		if i == 3 {
+			sig[40] ^= 1
+		}
+	})
+	PrecheckSignatures(ctx, st, bad)
+	if got := remembered(t, st, bad); slices.Contains(got, true) {
+		t.Fatalf("after a batch with a bad signature, remembered %v", got)
+	}
+	for i, c := range bad {
+		err := st.View(ctx, c, func(data []byte) error {
+			pub, _ := cas.BytesEntry(data, "signer")
+			sig, _ := cas.BytesEntry(data, "signature")
+			msg, _ := cas.WithoutEntry(data, "signature")
+			if ok := verifySig(pub, msg, sig); ok != (i != 3) {
+				t.Errorf("receipt %d: its own check says %v", i, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
