@@ -157,9 +157,29 @@ func Marshal(v any) ([]byte, error) {
 
 // Unmarshal decodes a typed hg object strictly: unknown fields, duplicate
 // keys, indefinite lengths, invalid UTF-8 and trailing bytes are refused, and
-// the value must re-encode to exactly data. Every error wraps
-// [ErrNotCanonical].
+// the value must re-encode to exactly data. For most types that last rule
+// is checked on data against a plan of the type (canon.go), without
+// encoding; *v is set to zero first, so data alone gives the value. Every
+// error wraps [ErrNotCanonical].
 func Unmarshal(data []byte, v any) error {
+	if p := planFor(v); p != nil && !reflect.ValueOf(v).IsNil() {
+		// The plan's check gives the re-encoding's verdict (see
+		// canon.go); the value starts from zero, as the re-encoding
+		// would see any field the data does not set.
+		if err := checkCanonical(p, data); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+		}
+		reflect.ValueOf(v).Elem().SetZero()
+		if err := decMode.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+		}
+		return nil
+	}
+	return unmarshalReencode(data, v)
+}
+
+// unmarshalReencode is Unmarshal by decoding and encoding again.
+func unmarshalReencode(data []byte, v any) error {
 	if err := decMode.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 	}

@@ -201,11 +201,18 @@ func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted [
 // enter the CIDs in known. Every other check is the same; the package's
 // gates.json is still read and parsed.
 func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool) (*Verification, error) {
+	return verifyReceipt(ctx, st, receipt, trusted, known, nil)
+}
+
+// verifyReceipt is [VerifyReceiptKnown] sharing the untyped objects it
+// decodes with the other receipts of a [ChainVerifier], when nodes is not
+// nil: every receipt of a run links the same permission snapshot.
+func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, nodes *sync.Map) (*Verification, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	vr := &verifier{
-		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known,
+		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, sharedNodes: nodes,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
 	}
 	if err := vr.verify(receipt, trusted); err != nil {
@@ -228,6 +235,10 @@ type verifier struct {
 	receiptData []byte           // the receipt's block, once it has decoded
 	canon       problems
 	known       map[cid.Cid]bool // closures verified by the caller
+	// sharedNodes, when not nil, holds untyped objects other receipts'
+	// verifications decoded strictly, by CID: the same bytes decode the
+	// same way, and a block that cannot be read is never added.
+	sharedNodes *sync.Map
 }
 
 // problems collects the failures of one check.
@@ -489,6 +500,14 @@ func (vr *verifier) node(c cid.Cid, what, typ string) error {
 		vr.undecodable[c] = true
 		return nil
 	}
+	if vr.sharedNodes != nil {
+		if n, ok := vr.sharedNodes.Load(c); ok {
+			if m, ok := n.(map[string]any); ok && m["type"] == typ {
+				vr.decoded[c] = n
+				return nil
+			}
+		}
+	}
 	var n any
 	var decodeErr error
 	err := vr.st.View(vr.ctx, c, func(data []byte) error {
@@ -517,6 +536,9 @@ func (vr *verifier) node(c cid.Cid, what, typ string) error {
 		return nil
 	}
 	vr.decoded[c] = n
+	if vr.sharedNodes != nil {
+		vr.sharedNodes.Store(c, n)
+	}
 	return nil
 }
 
@@ -1391,6 +1413,7 @@ type ChainVerifier struct {
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
 	order []*Verification
+	nodes sync.Map // untyped objects decoded, shared by the receipts
 }
 
 type chainEntry struct {
@@ -1445,7 +1468,7 @@ func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) 
 }
 
 func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
-	v, err := VerifyReceiptKnown(ctx, cv.st, c, cv.trusted, cv.known)
+	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, &cv.nodes)
 	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
 		return v, err
 	}

@@ -34,7 +34,7 @@ import (
 // Verify reports whether sig is a valid signature of msg by pub.
 func Verify(pub, msg, sig []byte) bool {
 	var e entry
-	if !e.parse(pub, msg, sig) {
+	if !e.parse(pub, msg, sig, nil) {
 		return false
 	}
 	// [S]B - [k]A - R, times the cofactor, must be the identity.
@@ -54,8 +54,9 @@ type entry struct {
 }
 
 // parse decodes the key and the signature and computes k, reporting
-// whether they are well formed under the rule of the package.
-func (e *entry) parse(pub, msg, sig []byte) bool {
+// whether they are well formed under the rule of the package. When known
+// is the key pub decodes to, it is used rather than decoded again.
+func (e *entry) parse(pub, msg, sig []byte, known *edwards25519.Point) bool {
 	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return false
 	}
@@ -68,7 +69,9 @@ func (e *entry) parse(pub, msg, sig []byte) bool {
 	if _, err := e.s.SetCanonicalBytes(sig[32:]); err != nil {
 		return false
 	}
-	if _, err := e.a.SetBytes(pub); err != nil {
+	if known != nil {
+		e.a.Set(known)
+	} else if _, err := e.a.SetBytes(pub); err != nil {
 		return false
 	}
 	h := sha512.New()
@@ -123,11 +126,23 @@ type Batch struct {
 	bad     bool // an entry did not even parse
 }
 
+// key returns the point a previous entry decoded pub to, or nil: a batch
+// usually holds one runner's signatures, and decoding a key costs about
+// as much as the rest of an entry's preparation.
+func (b *Batch) key(pub []byte) *edwards25519.Point {
+	for i := len(b.entries) - 1; i >= max(0, len(b.entries)-4); i-- {
+		if b.entries[i].pub == string(pub) {
+			return &b.entries[i].a
+		}
+	}
+	return nil
+}
+
 // Add adds pub's signature sig of msg to the batch. The batch keeps no
 // reference to the slices.
 func (b *Batch) Add(pub, msg, sig []byte) {
 	var e entry
-	if !e.parse(pub, msg, sig) {
+	if !e.parse(pub, msg, sig, b.key(pub)) {
 		b.bad = true
 		return
 	}

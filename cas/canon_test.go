@@ -1,0 +1,252 @@
+package cas
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// canonInner and canonAll give a plan every kind it knows.
+type canonInner struct {
+	A string `cbor:"a"`
+	B int64  `cbor:"b,omitempty"`
+}
+
+type canonAll struct {
+	Text   string            `cbor:"text"`
+	TextO  string            `cbor:"text_o,omitempty"`
+	Int    int64             `cbor:"int"`
+	IntO   int               `cbor:"io,omitempty"`
+	Uint   uint8             `cbor:"u"`
+	Bool   bool              `cbor:"bool"`
+	BoolO  bool              `cbor:"bool_o,omitempty"`
+	Bytes  []byte            `cbor:"bytes"`
+	BytesO []byte            `cbor:"bytes_o,omitempty"`
+	Link   Link              `cbor:"link"`
+	Links  []Link            `cbor:"links"`
+	LinksO []Link            `cbor:"links_o,omitempty"`
+	Prior  *Link             `cbor:"prior,omitempty"`
+	PtrN   *Link             `cbor:"ptr_n"`
+	PInt   *int64            `cbor:"pint,omitempty"`
+	Map    map[string]any    `cbor:"map"`
+	MapO   map[string]any    `cbor:"map_o,omitempty"`
+	MapS   map[string]string `cbor:"map_s"`
+	Any    any               `cbor:"any"`
+	Inner  canonInner        `cbor:"inner"`
+	Inners []canonInner      `cbor:"inners"`
+	InnerP *canonInner       `cbor:"inner_p,omitempty"`
+	Strs   []string          `cbor:"strs"`
+	hidden int
+}
+
+func canonSamples(t testing.TB) [][]byte {
+	t.Helper()
+	l1 := Link{Sum(DagCBOR, []byte("one"))}
+	l2 := Link{Sum(Raw, []byte("two"))}
+	zero := int64(0)
+	samples := []canonAll{
+		{Link: l1},
+		{
+			Text: "t", TextO: "o", Int: -5, IntO: 1 << 40, Uint: 200, Bool: true, BoolO: true,
+			Bytes: []byte{}, BytesO: []byte{1}, Link: l2, Links: []Link{l1, l2}, LinksO: []Link{l1},
+			Prior: &l1, PtrN: &l2, PInt: &zero,
+			Map:  map[string]any{"a": int64(1), "bb": []any{"x", 1.5, nil, true, cbor.Tag{Number: linkTag, Content: linkBytes(l1.Cid)}}, "c": map[string]any{"d": []byte("e")}},
+			MapO: map[string]any{"k": false}, MapS: map[string]string{"z": "y", "yy": ""},
+			Any: []any{int64(-1), "s"}, Inner: canonInner{A: "a", B: 2},
+			Inners: []canonInner{{A: "x"}, {A: "y", B: -1}}, InnerP: &canonInner{}, Strs: []string{"", "é"},
+		},
+		{Link: l1, Any: map[string]any{"n": nil}, Map: map[string]any{}, Text: strings.Repeat("long ", 60)},
+	}
+	var out [][]byte
+	for _, s := range samples {
+		data, err := Marshal(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+// The plan accepts whatever Marshal writes, decoding it to what the
+// re-encoding path decodes.
+func TestCanonicalPlanAcceptsCanonical(t *testing.T) {
+	if planFor(&canonAll{}) == nil {
+		t.Fatal("no plan for canonAll")
+	}
+	for i, data := range canonSamples(t) {
+		var fast, slow canonAll
+		fast.hidden, fast.Text = 7, "stale" // Unmarshal starts from zero
+		if err := Unmarshal(data, &fast); err != nil {
+			t.Fatalf("sample %d: %v", i, err)
+		}
+		if err := unmarshalReencode(data, &slow); err != nil {
+			t.Fatalf("sample %d by re-encoding: %v", i, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("sample %d decodes to\n%+v\nnot\n%+v", i, fast, slow)
+		}
+	}
+}
+
+// sameVerdict checks that whatever the plan accepts, the re-encoding
+// accepts too, with the same value: the plan is at least as strict.
+func sameVerdict(t *testing.T, data []byte) (fastOK, slowOK bool) {
+	t.Helper()
+	var fast, slow canonAll
+	errFast := Unmarshal(data, &fast)
+	errSlow := unmarshalReencode(data, &slow)
+	if errFast == nil && errSlow != nil {
+		t.Fatalf("%x: the plan accepts what the re-encoding refuses: %v", data, errSlow)
+	}
+	if errFast == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%x: decodes to %+v, the re-encoding path to %+v", data, fast, slow)
+	}
+	return errFast == nil, errSlow == nil
+}
+
+// Every one-byte change, deletion and insertion of each sample gets the
+// same verdict from the plan as from the re-encoding; where the
+// re-encoding accepts a change (a different text, say), so does the plan.
+func TestCanonicalPlanAgreesWithReencoding(t *testing.T) {
+	accepted, refused := 0, 0
+	for _, data := range canonSamples(t) {
+		var variants [][]byte
+		var what []string
+		for i := range data {
+			for _, b := range []byte{0x00, 0x01, 0x17, 0x18, 0x20, 0x40, 0x60, 0x61, 0x80, 0xa0, 0xc1, 0xd8, 0xf4, 0xf6, 0xf7, 0xfb, 0xff} {
+				if data[i] != b {
+					v := bytes.Clone(data)
+					v[i] = b
+					variants = append(variants, v)
+					what = append(what, fmt.Sprintf("byte %d (0x%02x) set to 0x%02x", i, data[i], b))
+				}
+			}
+			v := bytes.Clone(data)
+			v[i] ^= 0x01
+			variants = append(variants, v, append(bytes.Clone(data[:i]), data[i+1:]...))
+			what = append(what, fmt.Sprintf("byte %d (0x%02x) flipped", i, data[i]), fmt.Sprintf("byte %d (0x%02x) deleted", i, data[i]))
+		}
+		for j, v := range variants {
+			fastOK, slowOK := sameVerdict(t, v)
+			if slowOK && !fastOK {
+				var x canonAll
+				if err := Unmarshal(v, &x); !stricterInAny(err) {
+					t.Errorf("%s: the plan refuses what the re-encoding accepts: %v", what[j], err)
+				}
+			}
+			if fastOK {
+				accepted++
+			} else {
+				refused++
+			}
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Fatalf("accepted %d, refused %d: the variants test nothing", accepted, refused)
+	}
+}
+
+// Entries the re-encoding refuses and a plan must too: each a valid map
+// otherwise.
+func TestCanonicalPlanRefuses(t *testing.T) {
+	l := Link{Sum(DagCBOR, []byte("one"))}
+	base := map[string]any{
+		"text": "", "int": int64(0), "u": int64(0), "bool": false, "bytes": []byte{}, "link": l.Cid,
+		"links": []any{}, "ptr_n": nil, "map": map[string]any{}, "map_s": map[string]any{}, "any": nil,
+		"inner": map[string]any{"a": ""}, "inners": []any{}, "strs": []any{},
+	}
+	if data, err := EncodeNode(base); err != nil {
+		t.Fatal(err)
+	} else if fastOK, _ := sameVerdict(t, data); !fastOK {
+		t.Fatal("the base map is refused")
+	}
+	for name, change := range map[string]func(m map[string]any){
+		"missing field":           func(m map[string]any) { delete(m, "text") },
+		"unknown field":           func(m map[string]any) { m["extra"] = int64(1) },
+		"empty omitempty text":    func(m map[string]any) { m["text_o"] = "" },
+		"empty omitempty int":     func(m map[string]any) { m["io"] = int64(0) },
+		"empty omitempty bool":    func(m map[string]any) { m["bool_o"] = false },
+		"empty omitempty bytes":   func(m map[string]any) { m["bytes_o"] = []byte{} },
+		"empty omitempty links":   func(m map[string]any) { m["links_o"] = []any{} },
+		"empty omitempty map":     func(m map[string]any) { m["map_o"] = map[string]any{} },
+		"null omitempty pointer":  func(m map[string]any) { m["prior"] = nil },
+		"null text":               func(m map[string]any) { m["text"] = nil },
+		"null int":                func(m map[string]any) { m["int"] = nil },
+		"null slice":              func(m map[string]any) { m["links"] = nil },
+		"null bytes":              func(m map[string]any) { m["bytes"] = nil },
+		"null map":                func(m map[string]any) { m["map"] = nil },
+		"float for int":           func(m map[string]any) { m["int"] = 1.0 },
+		"text for bytes":          func(m map[string]any) { m["bytes"] = "x" },
+		"bytes for text":          func(m map[string]any) { m["text"] = []byte("x") },
+		"missing inner field":     func(m map[string]any) { m["inner"] = map[string]any{} },
+		"empty inner omitempty":   func(m map[string]any) { m["inner"] = map[string]any{"a": "", "b": int64(0)} },
+		"int key in struct":       func(m map[string]any) { m["inner"] = map[string]any{"A": ""} },
+		"null link":               func(m map[string]any) { m["link"] = nil },
+		"text in string map":      func(m map[string]any) { m["map_s"] = map[string]any{"a": int64(1)} },
+		"bool for text in slice":  func(m map[string]any) { m["strs"] = []any{true} },
+		"pointer to a wrong kind": func(m map[string]any) { m["pint"] = "x" },
+	} {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		change(m)
+		data, err := EncodeNode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fastOK, slowOK := sameVerdict(t, data); fastOK || slowOK {
+			t.Errorf("%s: plan %v, re-encoding %v; want both to refuse", name, fastOK, slowOK)
+		}
+	}
+}
+
+// Bytes DAG-CBOR forbids inside an any field, which the re-encoding
+// lets through, the plan refuses.
+func TestCanonicalPlanIsStricterInAny(t *testing.T) {
+	data := canonSamples(t)[0]
+	var v canonAll
+	if err := Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	for name, item := range map[string][]byte{
+		"tag 1":        {0xc1, 0x00},
+		"undefined":    {0xf7},
+		"simple 16":    {0xf0},
+		"float32":      {0xfa, 0x3f, 0x80, 0x00, 0x00},
+		"NaN":          {0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0},
+		"non-shortest": {0x18, 0x01},
+	} {
+		changed, ok := WithoutEntry(data, "any")
+		if !ok {
+			t.Fatal("no any entry")
+		}
+		changed, ok = WithEntry(changed, "any", item)
+		if !ok {
+			t.Fatal("cannot put the entry back")
+		}
+		if err := Unmarshal(changed, &v); err == nil {
+			t.Errorf("%s in an any field: accepted", name)
+		}
+	}
+}
+
+// stricterInAny reports whether err is one of the refusals by which a plan
+// is stricter than the re-encoding, inside fields of type any.
+func stricterInAny(err error) bool {
+	return err != nil && strings.Contains(err.Error(), outsideModel)
+}
+
+func FuzzCanonicalPlan(f *testing.F) {
+	for _, s := range canonSamples(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sameVerdict(t, data)
+	})
+}
