@@ -30,6 +30,10 @@ var (
 	// width, key order, float width) the re-encoding check catches.
 	decMode cbor.DecMode
 
+	// plannedMode is decMode for data a plan has checked (canon.go):
+	// keys in strict order cannot repeat, so it does not track them.
+	plannedMode cbor.DecMode
+
 	// walkMode reads DAG-CBOR written by other tools only to find its
 	// links, so it tolerates invalid UTF-8 and duplicate keys.
 	walkMode cbor.DecMode
@@ -67,6 +71,12 @@ func init() {
 		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 	}
 	decMode, err = strict.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	planned := strict
+	planned.DupMapKey = cbor.DupMapKeyQuiet
+	plannedMode, err = planned.DecMode()
 	if err != nil {
 		panic(err)
 	}
@@ -170,7 +180,7 @@ func Unmarshal(data []byte, v any) error {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		reflect.ValueOf(v).Elem().SetZero()
-		if err := decMode.Unmarshal(data, v); err != nil {
+		if err := plannedMode.Unmarshal(data, v); err != nil {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		return nil

@@ -20,3 +20,12 @@ func SetCommitChunk(n int) (restore func()) {
 	commitChunk = n
 	return func() { commitChunk = old }
 }
+
+// SetSignaturesAhead sets how many batches of signatures may be checked
+// ahead of the nodes' verification, until the returned function restores
+// it.
+func SetSignaturesAhead(n int) (restore func()) {
+	old := signaturesAhead
+	signaturesAhead = n
+	return func() { signaturesAhead = old }
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
@@ -125,6 +126,14 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
 
+	// The receipts' signatures are checked in batches from now on, on
+	// every core, while the Work Order loads (about a tenth of the
+	// verification of a large run, and serial): each node's own check of
+	// its signature then finds it known.
+	sigCtx, stopSigs := context.WithCancel(ctx)
+	defer stopSigs()
+	sigs := precheckSignatures(sigCtx, st, rec)
+
 	obj, wo, err := LoadWorkOrder(ctx, st, rec)
 	if err == nil {
 		err = sameNodes(rec, wo)
@@ -157,27 +166,26 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	}
 	cv := haygent.NewChainVerifier(st, trusted, known)
 	v.Nodes = make([]NodeVerification, len(rec.Nodes))
-	// Workers take the nodes in chunks and check the chunk's signatures
-	// as one batch first, which leaves each receipt's own check a lookup.
-	jobs := make(chan []int)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
 	var progressMu sync.Mutex
+	var next atomic.Int64
 	done := 0
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var receipts []cid.Cid
-			for chunk := range jobs {
-				receipts = receipts[:0]
-				for _, i := range chunk {
-					if r := rec.Nodes[i].Receipt; r != nil {
-						receipts = append(receipts, r.Cid)
-					}
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(sigs.done) || ctx.Err() != nil {
+					return
 				}
-				haygent.PrecheckSignatures(ctx, st, receipts)
-				for _, i := range chunk {
+				select {
+				case <-sigs.done[k]:
+				case <-ctx.Done():
+					return
+				}
+				for i := k * signatureBatch; i < min((k+1)*signatureBatch, len(rec.Nodes)); i++ {
 					if err := verifyNode(ctx, st, cv, rec, wo, packages, i, &v.Nodes[i]); err != nil {
 						select {
 						case errs <- err:
@@ -191,20 +199,13 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 						progressMu.Unlock()
 					}
 				}
+				select {
+				case <-sigs.ahead:
+				case <-ctx.Done():
+				}
 			}
 		}()
 	}
-	for start := 0; start < len(rec.Nodes); start += signatureBatch {
-		if ctx.Err() != nil {
-			break
-		}
-		chunk := make([]int, 0, signatureBatch)
-		for i := start; i < min(start+signatureBatch, len(rec.Nodes)); i++ {
-			chunk = append(chunk, i)
-		}
-		jobs <- chunk
-	}
-	close(jobs)
 	wg.Wait()
 	select {
 	case err := <-errs:
@@ -217,10 +218,66 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	return v, nil
 }
 
-// signatureBatch is how many receipts' signatures a worker checks at
-// once: past a few dozen the batch saves little more per signature, and
-// the last chunk keeps one core busy while the other waits.
+// signatureBatch is how many receipts' signatures are checked at once,
+// and how many nodes a worker verifies at a time: past a few dozen the
+// batch saves little more per signature, and the last chunk keeps one
+// core busy while the other waits.
 const signatureBatch = 64
+
+// signaturesAhead bounds how many batches the signature checks run ahead
+// of the nodes' verification: what they find is kept in a cache of
+// 16,384 signatures, which must still hold a batch when its nodes come.
+var signaturesAhead = 32
+
+// signatureChecks is the progress of the batch checks of a run's
+// signatures: done[k] is closed once batch k is checked (or ctx is done),
+// and the verification of batch k's nodes takes one token from ahead
+// when it ends, letting the checks start one batch more.
+type signatureChecks struct {
+	done  []chan struct{}
+	ahead chan struct{}
+}
+
+// precheckSignatures starts checking the signatures of the record's
+// receipts in batches of signatureBatch nodes, on every core. Whether a
+// batch holds is not reported: it only spares each receipt's own check
+// (see [haygent.PrecheckSignatures]).
+func precheckSignatures(ctx context.Context, st cas.Store, rec *Record) *signatureChecks {
+	s := &signatureChecks{
+		done:  make([]chan struct{}, (len(rec.Nodes)+signatureBatch-1)/signatureBatch),
+		ahead: make(chan struct{}, signaturesAhead),
+	}
+	for k := range s.done {
+		s.done[k] = make(chan struct{})
+	}
+	var next atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			var receipts []cid.Cid
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(s.done) {
+					return
+				}
+				select {
+				case s.ahead <- struct{}{}:
+				case <-ctx.Done():
+				}
+				receipts = receipts[:0]
+				for _, n := range rec.Nodes[k*signatureBatch : min((k+1)*signatureBatch, len(rec.Nodes))] {
+					if n.Receipt != nil {
+						receipts = append(receipts, n.Receipt.Cid)
+					}
+				}
+				if ctx.Err() == nil {
+					haygent.PrecheckSignatures(ctx, st, receipts)
+				}
+				close(s.done[k])
+			}
+		}()
+	}
+	return s
+}
 
 // sameNodes checks that the record and the Work Order name the same nodes.
 func sameNodes(rec *Record, wo *dag.WorkOrder) error {

@@ -1,8 +1,10 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"strings"
 	"testing"
 
@@ -138,4 +140,64 @@ func storeRecord(t *testing.T, st cas.Store, rec *scheduler.Record) cid.Cid {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// A run of more nodes than one batch of signatures: the batches that
+// hold spare each receipt's own check, the one holding a broken signature
+// spares none, and only its node fails. Cancelling stops the verification.
+func TestVerifyRunSignatureBatches(t *testing.T) {
+	plan, err := scheduler.Load(writeWorkOrder(t, 150, "fanout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	_, rec := execute(t, plan, scheduler.Options{Store: scheduler.Shared{Store: st}, Jobs: 2, NoCache: true})
+	ctx := context.Background()
+	const broken = 100
+	n := &rec.Nodes[broken]
+	var data []byte
+	if err := st.View(ctx, n.Receipt.Cid, func(d []byte) error { data = bytes.Clone(d); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := cas.BytesEntry(data, "signature")
+	bad := bytes.Clone(sig)
+	bad[5] ^= 1
+	value, err := cas.Marshal(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	less, _ := cas.WithoutEntry(data, "signature")
+	changed, ok := cas.WithEntry(less, "signature", value)
+	if !ok {
+		t.Fatal("cannot put the signature back")
+	}
+	b := cas.NewBlock(cas.DagCBOR, changed)
+	if err := st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	n.Receipt = &cas.Link{Cid: b.CID()}
+	root := storeRecord(t, st, rec)
+
+	// One batch ahead at most: the checks wait for the nodes.
+	defer scheduler.SetSignaturesAhead(1)()
+	haygent.ForgetSignatures()
+	v := verifyRun(t, st, root, runTrusted)
+	for i, nv := range v.Nodes {
+		for _, c := range nv.Checks {
+			if c.Name == haygent.CheckSignature && c.OK == (i == broken) {
+				t.Errorf("node %d (%s): signature check %v: %s", i, nv.Node, c.OK, c.Detail)
+			}
+		}
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := &scheduler.VerifyOptions{Progress: func(done, total int) {
+		if done == 10 {
+			cancel()
+		}
+	}}
+	if _, err := scheduler.VerifyRun(cctx, st, root, runTrusted, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled verification: err %v", err)
+	}
 }
