@@ -56,6 +56,7 @@ const (
 )
 
 type typePlan struct {
+	typ    reflect.Type // the Go type planned
 	kind   planKind
 	elem   *typePlan   // planArray, planMap, planPointer
 	fields []fieldPlan // planStruct, in canonical key order
@@ -63,6 +64,7 @@ type typePlan struct {
 
 type fieldPlan struct {
 	key       string
+	index     int // of the field in its struct
 	omitempty bool
 	plan      *typePlan
 }
@@ -103,6 +105,15 @@ func planFor(v any) *typePlan {
 var errNoPlan = errors.New("no plan")
 
 func buildPlan(t reflect.Type, building map[reflect.Type]*typePlan) (*typePlan, error) {
+	p, err := buildKind(t, building)
+	if err != nil {
+		return nil, err
+	}
+	p.typ = t
+	return p, nil
+}
+
+func buildKind(t reflect.Type, building map[reflect.Type]*typePlan) (*typePlan, error) {
 	if p, ok := building[t]; ok {
 		return p, nil
 	}
@@ -173,7 +184,7 @@ func buildStructPlan(t reflect.Type, building map[reflect.Type]*typePlan) (*type
 		if name == "-" {
 			continue
 		}
-		fp := fieldPlan{key: name}
+		fp := fieldPlan{key: name, index: i}
 		switch opts {
 		case "":
 		case "omitempty":
@@ -482,7 +493,7 @@ func (c *canonChecker) generic(depth int) error {
 	return c.link(arg, start, true)
 }
 
-var anyPlan = &typePlan{kind: planAny}
+var anyPlan = &typePlan{kind: planAny, typ: anyType}
 
 // outsideModel names the refusals by which a plan is stricter than the
 // re-encoding: in a field of type any, the decoder keeps tags, simple

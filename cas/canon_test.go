@@ -250,3 +250,57 @@ func FuzzCanonicalPlan(f *testing.F) {
 		sameVerdict(t, data)
 	})
 }
+
+// DecodeNode, which checks against the rules of DAG-CBOR, and decoding
+// then encoding again give the same verdict and the same value, on every
+// one-byte change of some nodes.
+func TestDecodeNodeAgreesWithReencoding(t *testing.T) {
+	l := Sum(DagCBOR, []byte("x"))
+	var nodes [][]byte
+	for _, n := range []any{
+		map[string]any{"a": int64(-3), "bb": []any{"x", 2.5, nil, true, l, []byte{1}}, "c": map[string]any{"d": false}},
+		[]any{int64(1) << 62, "é", map[string]any{}, []any{}},
+		"text", int64(0), nil,
+	} {
+		data, err := EncodeNode(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, data)
+	}
+	for _, data := range nodes {
+		for i := range data {
+			for _, b := range []byte{0x00, 0x01, 0x18, 0x1b, 0x3b, 0x40, 0x60, 0x80, 0xa0, 0xc1, 0xd8, 0xf4, 0xf6, 0xf7, 0xf9, 0xfb, data[i] ^ 1} {
+				v := bytes.Clone(data)
+				v[i] = b
+				nodeVerdict(t, v)
+			}
+			nodeVerdict(t, append(bytes.Clone(data[:i]), data[i+1:]...))
+		}
+	}
+}
+
+func nodeVerdict(t *testing.T, data []byte) {
+	t.Helper()
+	fast, errFast := DecodeNode(data)
+	slow, errSlow := decodeNodeReencode(data)
+	if (errFast == nil) != (errSlow == nil) {
+		t.Fatalf("%x: DecodeNode says %v, the re-encoding %v", data, errFast, errSlow)
+	}
+	if errFast == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%x: DecodeNode gives %#v, the re-encoding %#v", data, fast, slow)
+	}
+}
+
+func FuzzDecodeNodeVerdict(f *testing.F) {
+	for _, n := range []any{map[string]any{"a": []any{int64(1), "b", nil}}, []any{2.5, []byte{1}}} {
+		data, err := EncodeNode(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nodeVerdict(t, data)
+	})
+}

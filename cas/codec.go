@@ -180,7 +180,7 @@ func Unmarshal(data []byte, v any) error {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		reflect.ValueOf(v).Elem().SetZero()
-		if err := plannedMode.Unmarshal(data, v); err != nil {
+		if err := decodePlanned(p, data, v); err != nil {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		return nil
@@ -227,8 +227,25 @@ func EncodeNode(n any) ([]byte, error) {
 
 // DecodeNode decodes one strict, canonical DAG-CBOR item into the data
 // model types listed at [EncodeNode], with int64 or *big.Int for
-// integers. Every error wraps [ErrNotCanonical].
+// integers. Every error wraps [ErrNotCanonical]. The bytes are checked
+// against the rules of DAG-CBOR (canon.go) rather than encoded again.
 func DecodeNode(data []byte) (any, error) {
+	if err := checkCanonical(anyPlan, data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	d := planDecoder{data: data}
+	v, err := d.generic()
+	if err == nil {
+		v, err = fromCBOR(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	return v, nil
+}
+
+// decodeNodeReencode is DecodeNode by decoding and encoding again.
+func decodeNodeReencode(data []byte) (any, error) {
 	var v any
 	if err := decMode.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)

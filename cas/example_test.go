@@ -33,7 +33,7 @@ func ExampleEncodeNode() {
 	// a36464617461d82a5825000155122081cc5b17018674b401b42f35ba07bb79e211239c23bffe658da1577e3e646877646e616d656568656c6c6f6473697a6505
 	// bafyreib6i36xnqjs44kr342f7qigkf4mh2mz2tq5exrxokzemt2gyfjdzm
 	// hello 5
-	// not canonical DAG-CBOR: encoding differs from the canonical one
+	// not canonical DAG-CBOR: the head at byte 0 is not the shortest
 }
 
 func ExampleDecodeJSON() {
