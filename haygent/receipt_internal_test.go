@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/haygent/hg/cas"
 )
 
@@ -86,5 +88,31 @@ func TestVerifyEncodedSignatureUnsigned(t *testing.T) {
 	}
 	if err := r.verifyEncodedSignature(data); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("an unsigned receipt: %v", err)
+	}
+}
+
+// A cidSet answers the same as a map on either side of its switch from
+// a list to a map.
+func TestCIDSet(t *testing.T) {
+	var s cidSet
+	want := map[cid.Cid]bool{}
+	for i := range 3 * cidSetList {
+		c := cas.Sum(cas.Raw, []byte{byte(i), byte(i >> 8)})
+		if s.has(c) {
+			t.Fatalf("%d: has %s before it was added", i, c)
+		}
+		s.add(c)
+		want[c] = true
+		if i%3 == 0 {
+			s.add(c) // again: no second entry
+		}
+		if s.len() != len(want) {
+			t.Fatalf("%d: len %d, want %d", i, s.len(), len(want))
+		}
+		for w := range want {
+			if !s.has(w) {
+				t.Fatalf("%d: lost %s", i, w)
+			}
+		}
 	}
 }

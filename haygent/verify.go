@@ -300,8 +300,9 @@ func blockProblem(err error) (string, bool) {
 func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 	// Each entry carries the block that linked it, for the messages.
 	type entry struct{ c, parent cid.Cid }
-	seen := make(map[cid.Cid]bool, 32)
-	stack := []entry{{c: root}}
+	var seen cidSet
+	stack := make([]entry, 1, 32)
+	stack[0] = entry{c: root}
 	for len(stack) > 0 {
 		if err := vr.ctx.Err(); err != nil {
 			return err
@@ -309,10 +310,10 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 		e := stack[len(stack)-1]
 		c := e.c
 		stack = stack[:len(stack)-1]
-		if seen[c] || (skip[c] && c != root) || (vr.known[c] && c != root) {
+		if seen.has(c) || (skip[c] && c != root) || (vr.known[c] && c != root) {
 			continue
 		}
-		seen[c] = true
+		seen.add(c)
 		markBad := func(why string) {
 			if e.parent.Defined() {
 				why += " (linked from " + e.parent.String() + ")"
@@ -345,13 +346,57 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 			continue
 		}
 		for i := len(links) - 1; i >= 0; i-- {
-			if !seen[links[i]] {
+			if !seen.has(links[i]) {
 				stack = append(stack, entry{links[i], c})
 			}
 		}
 	}
-	vr.v.Blocks = len(seen)
+	vr.v.Blocks = seen.len()
 	return nil
+}
+
+// cidSet is a set of CIDs: a list while it is small, as a receipt's
+// closure is (a dozen blocks or so), and a map past that.
+type cidSet struct {
+	list []cid.Cid
+	m    map[cid.Cid]struct{}
+}
+
+const cidSetList = 32
+
+func (s *cidSet) has(c cid.Cid) bool {
+	if s.m != nil {
+		_, ok := s.m[c]
+		return ok
+	}
+	return slices.Contains(s.list, c)
+}
+
+func (s *cidSet) add(c cid.Cid) {
+	switch {
+	case s.has(c):
+	case s.m != nil:
+		s.m[c] = struct{}{}
+	case len(s.list) < cidSetList:
+		if s.list == nil {
+			s.list = make([]cid.Cid, 0, cidSetList)
+		}
+		s.list = append(s.list, c)
+	default:
+		s.m = make(map[cid.Cid]struct{}, 2*cidSetList)
+		for _, x := range s.list {
+			s.m[x] = struct{}{}
+		}
+		s.m[c] = struct{}{}
+		s.list = nil
+	}
+}
+
+func (s *cidSet) len() int {
+	if s.m != nil {
+		return len(s.m)
+	}
+	return len(s.list)
 }
 
 func (vr *verifier) markBad(c cid.Cid, why string) {
@@ -878,20 +923,12 @@ func (vr *verifier) checkChain(r *Receipt, chain []*tnode, probs problems, compl
 	vr.add(probs.check(CheckChain, fmt.Sprintf("%d transitions, seq %d down to 0, all of run %q", len(chain), len(chain)-1, r.Run)))
 }
 
-func linkStrings(l []cas.Link) []string {
-	out := make([]string, len(l))
-	for i, c := range l {
-		out[i] = c.String()
-	}
-	return out
-}
-
 // diffList describes the first difference between the receipt's list and
 // the chain's, or "" if they are equal.
-func diffList(what string, receipt, chain []string) string {
+func diffList[T comparable](what string, receipt, chain []T, format func(T) string) string {
 	for i := 0; i < min(len(receipt), len(chain)); i++ {
 		if receipt[i] != chain[i] {
-			return fmt.Sprintf("%s[%d] is %s, the chain has %s", what, i, receipt[i], chain[i])
+			return fmt.Sprintf("%s[%d] is %s, the chain has %s", what, i, format(receipt[i]), format(chain[i]))
 		}
 	}
 	if len(receipt) != len(chain) {
@@ -900,23 +937,42 @@ func diffList(what string, receipt, chain []string) string {
 	return ""
 }
 
+func linkString(l cas.Link) string { return l.String() }
+
+func linkStrings(l []cas.Link) []string {
+	out := make([]string, len(l))
+	for i, c := range l {
+		out[i] = c.String()
+	}
+	return out
+}
+
+// stepString and deniedString describe a step and a denial as the index
+// lists them.
+func stepString(s StepRun) string {
+	return fmt.Sprintf("%s/%s attempt %d %s", s.Step, s.Kind, s.Attempt, s.Status)
+}
+
+func deniedString(d Denied) string { return d.Verb + ":" + d.Kind + ":" + d.Target + " by " + d.Rule }
+
 func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
 	if !complete {
 		vr.add(fail(CheckIndex, "not checked: the transition chain cannot be read in full"))
 		return
 	}
 	var probs problems
-	var steps, evidence, slotCalls, denied, gates, otherPkg, otherPerm []string
+	var steps []StepRun
+	var evidence, slotCalls, gates []cas.Link
+	var denied []Denied
+	var otherPkg, otherPerm []string
 	for _, n := range chain {
 		t := n.t
-		steps = append(steps, fmt.Sprintf("%s/%s attempt %d %s", t.Step, t.Kind, t.Attempt, t.Status))
-		evidence = append(evidence, linkStrings(t.Evidence)...)
-		slotCalls = append(slotCalls, linkStrings(t.SlotCalls)...)
-		for _, d := range t.Denied {
-			denied = append(denied, d.Verb+":"+d.Kind+":"+d.Target+" by "+d.Rule)
-		}
+		steps = append(steps, StepRun{Step: t.Step, Kind: t.Kind, Attempt: t.Attempt, Status: t.Status})
+		evidence = append(evidence, t.Evidence...)
+		slotCalls = append(slotCalls, t.SlotCalls...)
+		denied = append(denied, t.Denied...)
 		if t.Kind == "gates" {
-			gates = linkStrings(t.Gates)
+			gates = t.Gates
 		}
 		if t.Package.Cid != r.Package.Cid {
 			otherPkg = append(otherPkg, fmt.Sprintf("seq %d ran package %s", t.Seq, t.Package.Cid))
@@ -931,25 +987,18 @@ func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
 	if len(otherPerm) > 0 {
 		probs.add("the receipt names permissions %s, but transition %s", r.Permissions.Cid, summarizeList(otherPerm))
 	}
-	var rsteps, rdenied []string
-	for _, s := range r.Steps {
-		rsteps = append(rsteps, fmt.Sprintf("%s/%s attempt %d %s", s.Step, s.Kind, s.Attempt, s.Status))
-	}
-	for _, d := range r.Denied {
-		rdenied = append(rdenied, d.Verb+":"+d.Kind+":"+d.Target+" by "+d.Rule)
-	}
 	for _, d := range []string{
-		diffList("steps", rsteps, steps),
-		diffList("evidence", linkStrings(r.Evidence), evidence),
-		diffList("slot calls", linkStrings(r.SlotCalls), slotCalls),
-		diffList("denials", rdenied, denied),
+		diffList("steps", r.Steps, steps, stepString),
+		diffList("evidence", r.Evidence, evidence, linkString),
+		diffList("slot calls", r.SlotCalls, slotCalls, linkString),
+		diffList("denials", r.Denied, denied, deniedString),
 	} {
 		if d != "" {
 			probs.add("%s", d)
 		}
 	}
 	if len(r.Gates) > 0 {
-		if d := diffList("gates", linkStrings(r.Gates), gates); d != "" {
+		if d := diffList("gates", r.Gates, gates, linkString); d != "" {
 			probs.add("%s (the last gates transition)", d)
 		}
 	}
@@ -960,7 +1009,7 @@ func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
 	}
 	if r.Halt != nil {
 		for _, l := range r.Halt.LastEvidence {
-			if !slices.Contains(evidence, l.String()) {
+			if !slices.Contains(evidence, l) {
 				probs.add("halt.last_evidence %s is not evidence of this run's chain", l.Cid)
 			}
 		}
