@@ -114,26 +114,34 @@ func verifySig(pub ed25519.PublicKey, msg, sig []byte) bool {
 	return true
 }
 
+// goodReceipts remembers receipts, by CID, whose signature a batch has
+// verified: a CID names the block's bytes, signer and signature included,
+// so the receipt's own check needs neither its signing bytes cut out nor
+// a digest of them.
+var goodReceipts = sigCache{m: map[[sha256.Size]byte]struct{}{}}
+
+func receiptKey(c cid.Cid) [sha256.Size]byte { return sha256.Sum256([]byte(c.KeyString())) }
+
 // PrecheckSignatures verifies the signatures of the receipts rs as one
-// batch, several times faster than one by one, and remembers them as good
-// when the batch holds, so that verifying each receipt next finds its
-// signature checked. It decides nothing itself: when the batch fails, or
-// a block cannot be read or is not a signed map, nothing is remembered and
-// each receipt's own check finds and names what is wrong. rs should be
-// far fewer than the cache holds (a few dozen).
+// batch, several times faster than one by one, and remembers the receipts
+// as signed when the batch holds, so that verifying each receipt next
+// finds its signature checked. It decides nothing itself: when the batch
+// fails, or a block cannot be read or is not a signed map, nothing is
+// remembered and each receipt's own check finds and names what is wrong.
+// rs should be far fewer than the cache holds (a few dozen).
 func PrecheckSignatures(ctx context.Context, st cas.Store, rs []cid.Cid) {
 	var batch sigcheck.Batch
 	keys := make([][sha256.Size]byte, 0, len(rs))
 	for _, c := range rs {
+		k := receiptKey(c)
+		if goodReceipts.has(k) {
+			continue
+		}
 		err := st.View(ctx, c, func(data []byte) error {
 			pub, ok1 := cas.BytesEntry(data, "signer")
 			sig, ok2 := cas.BytesEntry(data, "signature")
 			msg, ok3 := cas.WithoutEntry(data, "signature")
 			if !ok1 || !ok2 || !ok3 || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
-				return nil
-			}
-			k := sigKey(pub, msg, sig)
-			if goodSigs.has(k) {
 				return nil
 			}
 			batch.Add(pub, msg, sig)
@@ -148,15 +156,21 @@ func PrecheckSignatures(ctx context.Context, st cas.Store, rs []cid.Cid) {
 		return
 	}
 	for _, k := range keys {
-		goodSigs.add(k)
+		goodReceipts.add(k)
 	}
 }
+
+// signedReceipt reports whether a batch has verified the signature of the
+// receipt c (see [PrecheckSignatures]).
+func signedReceipt(c cid.Cid) bool { return goodReceipts.has(receiptKey(c)) }
 
 // ForgetSignatures drops every signature this process remembers as good,
 // so that the checks that follow run ed25519 in full, as a verifier on
 // another machine does. Benchmarks of verification call it.
 func ForgetSignatures() {
-	goodSigs.mu.Lock()
-	defer goodSigs.mu.Unlock()
-	goodSigs.m = map[[sha256.Size]byte]struct{}{}
+	for _, c := range []*sigCache{&goodSigs, &goodReceipts} {
+		c.mu.Lock()
+		c.m = map[[sha256.Size]byte]struct{}{}
+		c.mu.Unlock()
+	}
 }
