@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -228,12 +229,19 @@ func buildStructPlan(t reflect.Type, building map[reflect.Type]*typePlan) (*type
 type canonChecker struct {
 	data []byte
 	pos  int
+	// full makes it check what is otherwise left to the decoder: UTF-8,
+	// integers within their fields' range, the CIDs of links.
+	full bool
 }
 
 // checkCanonical reports why data is not the canonical encoding of a value
 // of p's type, or nil.
 func checkCanonical(p *typePlan, data []byte) error {
-	c := canonChecker{data: data}
+	return checkPlan(p, data, false)
+}
+
+func checkPlan(p *typePlan, data []byte, full bool) error {
+	c := canonChecker{data: data, full: full}
 	if err := c.value(p, 0); err != nil {
 		return err
 	}
@@ -272,10 +280,33 @@ func (c *canonChecker) take(n uint64) ([]byte, error) {
 }
 
 // text steps over a text string's content. Its UTF-8 is the decoder's
-// to check, which refuses invalid text anywhere in the value.
+// to check, which refuses invalid text anywhere in the value, unless the
+// check is full.
 func (c *canonChecker) text(arg uint64) error {
-	_, err := c.take(arg)
+	b, err := c.take(arg)
+	if err == nil && c.full && !utf8.Valid(b) {
+		return errBadUTF8
+	}
 	return err
+}
+
+// integer checks, in a full check, that an integer fits its field.
+func (c *canonChecker) integer(p *typePlan, major byte, arg uint64) error {
+	if !c.full {
+		return nil
+	}
+	bits := p.typ.Bits()
+	switch p.typ.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if major == majorNegint || (bits < 64 && arg >= 1<<bits) {
+			return fmt.Errorf("integer out of the range of %s", p.typ)
+		}
+	default:
+		if arg > 1<<(bits-1)-1 {
+			return fmt.Errorf("integer out of the range of %s", p.typ)
+		}
+	}
+	return nil
 }
 
 // emptyItem is, for each kind a field with omitempty may have, the one
@@ -318,7 +349,7 @@ func (c *canonChecker) value(p *typePlan, depth int) error {
 	case planText:
 		return c.text(arg)
 	case planInt:
-		return nil
+		return c.integer(p, major, arg)
 	case planBool:
 		if arg != 20 && arg != 21 {
 			return fmt.Errorf("byte %d: want a boolean", start)
@@ -342,7 +373,7 @@ func (c *canonChecker) value(p *typePlan, depth int) error {
 	case planLink:
 		// The decoder parses the CID (Link.UnmarshalCBOR), and a CID
 		// it accepts encodes to the bytes it came from.
-		return c.link(arg, start, false)
+		return c.link(arg, start, true)
 	}
 	return c.structFields(p, arg, depth)
 }
@@ -416,6 +447,9 @@ func (c *canonChecker) mapEntries(n uint64, depth int, elem *typePlan) error {
 		if i > 0 && !keyBefore(string(prev), key) {
 			return fmt.Errorf("map key %q is out of order or repeated", key)
 		}
+		if c.full && !utf8.Valid(key) {
+			return errBadUTF8
+		}
 		prev = key
 		if err := c.value(elem, depth+1); err != nil {
 			return err
@@ -425,8 +459,10 @@ func (c *canonChecker) mapEntries(n uint64, depth int, elem *typePlan) error {
 }
 
 // link reads the rest of a link whose tag head is read: tag 42 around a
-// byte string opening with 0x00, and a valid CID after it if parse.
-func (c *canonChecker) link(tag uint64, start int, parse bool) error {
+// byte string opening with 0x00 and, in a field of type any or in a full
+// check, a valid CID (the decoder parses a typed Link's). Refusals that
+// only a field of type any meets say they are outside the data model.
+func (c *canonChecker) link(tag uint64, start int, typed bool) error {
 	if tag != linkTag {
 		return fmt.Errorf("byte %d: tag %d, %s (only tag 42 is)", start, tag, outsideModel)
 	}
@@ -441,17 +477,18 @@ func (c *canonChecker) link(tag uint64, start int, parse bool) error {
 	if err != nil {
 		return err
 	}
-	if !parse {
-		if len(b) < 2 || b[0] != 0 {
-			return fmt.Errorf("byte %d: a link without the 0x00 prefix", start)
-		}
-		return nil
+	where := ""
+	if !typed {
+		where = ", " + outsideModel
 	}
 	if len(b) < 2 || b[0] != 0 {
-		return fmt.Errorf("byte %d: a link without the 0x00 prefix, %s", start, outsideModel)
+		return fmt.Errorf("byte %d: a link without the 0x00 prefix%s", start, where)
+	}
+	if typed && !c.full {
+		return nil
 	}
 	if _, err := CastCID(b[1:]); err != nil {
-		return fmt.Errorf("byte %d: a link to an invalid CID, %s", start, outsideModel)
+		return fmt.Errorf("byte %d: a link to an invalid CID%s", start, where)
 	}
 	return nil
 }
@@ -490,7 +527,7 @@ func (c *canonChecker) generic(depth int) error {
 	case majorMap:
 		return c.mapEntries(arg, depth, anyPlan)
 	}
-	return c.link(arg, start, true)
+	return c.link(arg, start, false)
 }
 
 var anyPlan = &typePlan{kind: planAny, typ: anyType}

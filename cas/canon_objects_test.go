@@ -48,6 +48,9 @@ func TestCanonicalPlansOfObjects(t *testing.T) {
 				v[i] = b
 				fast, slow := fresh(), fresh()
 				errFast, errSlow := cas.Unmarshal(v, fast), cas.UnmarshalReencode(v, slow)
+				if errCheck := cas.Check(v, fresh()); (errCheck == nil) != (errFast == nil) {
+					t.Fatalf("%s, byte %d set to 0x%02x: Check says %v, Unmarshal %v", name, i, b, errCheck, errFast)
+				}
 				switch {
 				case errFast == nil && errSlow != nil:
 					t.Fatalf("%s, byte %d set to 0x%02x: the plan accepts what the re-encoding refuses: %v", name, i, b, errSlow)

@@ -100,6 +100,9 @@ func sameVerdict(t *testing.T, data []byte) (fastOK, slowOK bool) {
 	var fast, slow canonAll
 	errFast := Unmarshal(data, &fast)
 	errSlow := unmarshalReencode(data, &slow)
+	if errCheck := Check(data, &canonAll{}); (errCheck == nil) != (errFast == nil) {
+		t.Fatalf("%x: Check says %v, Unmarshal %v", data, errCheck, errFast)
+	}
 	if errFast == nil && errSlow != nil {
 		t.Fatalf("%x: the plan accepts what the re-encoding refuses: %v", data, errSlow)
 	}

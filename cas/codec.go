@@ -188,6 +188,24 @@ func Unmarshal(data []byte, v any) error {
 	return unmarshalReencode(data, v)
 }
 
+// Check reports whether [Unmarshal] would accept data for a value of the
+// type v points at (v itself is not written), and why not: for a type
+// with a plan (canon.go), without building the value, so that a verifier
+// that needs an object's validity but not its content allocates nothing.
+func Check(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return fmt.Errorf("%w: check needs a pointer, not %T", ErrInvalid, v)
+	}
+	if p := planFor(v); p != nil {
+		if err := checkPlan(p, data, true); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+		}
+		return nil
+	}
+	return Unmarshal(data, reflect.New(t.Elem()).Interface())
+}
+
 // unmarshalReencode is Unmarshal by decoding and encoding again.
 func unmarshalReencode(data []byte, v any) error {
 	if err := decMode.Unmarshal(data, v); err != nil {

@@ -96,6 +96,16 @@ func (s *linkScanner) key() ([]byte, bool) {
 // level up to that entry is read, and nothing is checked beyond it: a
 // caller that needs data valid decodes it.
 func BytesEntry(data []byte, key string) ([]byte, bool) {
+	return stringEntry(data, key, majorBytes)
+}
+
+// TextEntry is [BytesEntry] for a text string. Its UTF-8 is not checked.
+func TextEntry(data []byte, key string) (string, bool) {
+	b, ok := stringEntry(data, key, majorText)
+	return string(b), ok
+}
+
+func stringEntry(data []byte, key string, want byte) ([]byte, bool) {
 	major, n, count, ok := readHead(data)
 	if !ok || major != majorMap {
 		return nil, false
@@ -113,7 +123,7 @@ func BytesEntry(data []byte, key string) ([]byte, bool) {
 			continue
 		}
 		major, n, size, ok := readHead(data[s.pos:])
-		if !ok || major != majorBytes || size > uint64(len(data)-s.pos-n) {
+		if !ok || major != want || size > uint64(len(data)-s.pos-n) {
 			return nil, false
 		}
 		start := s.pos + n

@@ -36,6 +36,10 @@ func checkMapEntries(t *testing.T, data []byte, m map[string]any) {
 		if _, ok := cas.WithEntry(data, k, value); ok {
 			t.Fatalf("WithEntry(%x, %q) added a key the map has", data, k)
 		}
+		str, isText := v.(string)
+		if got, ok := cas.TextEntry(data, k); ok != isText || got != str {
+			t.Fatalf("TextEntry(%x, %q) = %q, %v; want %q, %v", data, k, got, ok, str, isText)
+		}
 		b, isBytes := v.([]byte)
 		if got, ok := cas.BytesEntry(data, k); ok != isBytes || !bytes.Equal(got, b) {
 			t.Fatalf("BytesEntry(%x, %q) = %x, %v; want %x, %v", data, k, got, ok, b, isBytes)
@@ -64,6 +68,10 @@ func TestMapEntries(t *testing.T) {
 			case 1:
 				m[key] = link
 			case 2:
+				if i%8 == 2 {
+					m[key] = "text " + key
+					break
+				}
 				m[key] = map[string]any{"a": []any{"b", int64(-1), nil}}
 			default:
 				m[key] = []byte(key)

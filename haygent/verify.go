@@ -231,6 +231,7 @@ type verifier struct {
 	badOrder    []cid.Cid
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
+	checked     map[cid.Cid]bool // typed objects checked, not decoded (see checkObject)
 	misread     map[cid.Cid]bool // typed objects also linked as an untyped node, already noted
 	receiptData []byte           // the receipt's block, once it has decoded
 	canon       problems
@@ -438,7 +439,7 @@ func (vr *verifier) object(c cid.Cid, what, typ string, v any) (bool, error) {
 	if vr.undecodable[c] {
 		return false, nil
 	}
-	ok, err := vr.decode(c, what, typ, v)
+	ok, err := vr.decode(c, what, typ, v, false)
 	if err != nil {
 		return false, err
 	}
@@ -447,10 +448,35 @@ func (vr *verifier) object(c cid.Cid, what, typ string, v any) (bool, error) {
 		return false, nil
 	}
 	vr.decoded[c] = v
+	delete(vr.checked, c)
 	return true, nil
 }
 
-func (vr *verifier) decode(c cid.Cid, what, typ string, v any) (bool, error) {
+// checkObject is object for a typed object whose validity and type
+// matter but not its content (the packets between steps): the block is
+// checked as [cas.Unmarshal] would accept it, without building the value.
+// v is only the type to check against.
+func (vr *verifier) checkObject(c cid.Cid, what, typ string, v any) error {
+	if prev, ok := vr.decoded[c]; (ok && typeOf(prev) == typ) || vr.undecodable[c] || vr.checked[c] {
+		return nil
+	}
+	ok, err := vr.decode(c, what, typ, v, true)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		vr.undecodable[c] = true
+		return nil
+	}
+	if vr.checked == nil {
+		vr.checked = map[cid.Cid]bool{}
+	}
+	vr.checked[c] = true
+	return nil
+}
+
+// decode reads c into v, or only checks that it would, and its type.
+func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (bool, error) {
 	if why, ok := vr.bad[c]; ok {
 		vr.canon.add("%s %s cannot be read: %s", what, c, why)
 		return false, nil
@@ -460,8 +486,15 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any) (bool, error) {
 		return false, nil
 	}
 	var decodeErr error
+	var got string
 	err := vr.st.View(vr.ctx, c, func(data []byte) error {
+		if checkOnly {
+			decodeErr = cas.Check(data, v)
+			got, _ = cas.TextEntry(data, "type")
+			return nil
+		}
 		decodeErr = cas.Unmarshal(data, v)
+		got = typeOf(v)
 		if decodeErr == nil && c == vr.v.Receipt && !signedReceipt(c) {
 			// Kept for the signature check, which cuts its signing
 			// bytes from the block instead of encoding them again.
@@ -485,7 +518,7 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any) (bool, error) {
 		vr.canon.add("%s %s: %v", what, c, decodeErr)
 		return false, nil
 	}
-	if got := typeOf(v); got != typ {
+	if got != typ {
 		vr.canon.add("%s %s is a %q, not %s", what, c, got, typ)
 		return false, nil
 	}
@@ -658,7 +691,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	}
 
 	vr.add(blockCheck())
-	objects := len(vr.decoded) + len(vr.undecodable)
+	objects := len(vr.decoded) + len(vr.undecodable) + len(vr.checked)
 	vr.add(vr.canon.check(CheckCanonical, fmt.Sprintf("%d objects decode strictly and re-encode to their bytes", objects)))
 
 	vr.checkChain(&r, chain, chainProbs, complete)
@@ -830,19 +863,21 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 	return chain, probs, complete, nil
 }
 
+// packet checks the packet c, which the checks that follow do not read.
 func (vr *verifier) packet(c cid.Cid, what string) error {
-	var p Packet
-	_, err := vr.object(c, what, TypePacket, &p)
-	return err
+	return vr.checkObject(c, what, TypePacket, (*Packet)(nil))
 }
 
 // readReceiptLinks decodes the objects the receipt links directly.
 func (vr *verifier) readReceiptLinks(r *Receipt) error {
-	if err := vr.packet(r.Input.Cid, "input packet"); err != nil {
+	// The input and output packets are decoded: the verification
+	// returns them.
+	var in, out Packet
+	if _, err := vr.object(r.Input.Cid, "input packet", TypePacket, &in); err != nil {
 		return err
 	}
 	if r.Output != nil {
-		if err := vr.packet(r.Output.Cid, "output packet"); err != nil {
+		if _, err := vr.object(r.Output.Cid, "output packet", TypePacket, &out); err != nil {
 			return err
 		}
 	}
