@@ -82,6 +82,9 @@ type linkScanner struct {
 	pos  int
 	out  []cid.Cid
 	skip bool // only step over items: links are neither parsed nor kept
+	// known, when set, reports links (binary CIDs) the caller has met
+	// already, which are then not parsed or kept again.
+	known func(raw []byte) bool
 	// inTag counts the tags other than 42 around the item being read.
 	inTag int
 }
@@ -161,6 +164,9 @@ func (s *linkScanner) item(depth int) bool {
 		start := s.pos + bn
 		s.pos = start + int(size)
 		if s.skip {
+			return true
+		}
+		if b := s.data[start:s.pos]; s.known != nil && len(b) > 1 && b[0] == 0 && s.known(b[1:]) {
 			return true
 		}
 		c, err := linkFromBytes(s.data[start:s.pos])

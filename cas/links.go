@@ -53,6 +53,24 @@ func Links(c cid.Cid, data []byte) ([]cid.Cid, error) {
 	}
 }
 
+// NewLinks is [Links] for a walk that has met some CIDs already: the
+// links known reports (given each binary CID, as KeyString has it) are
+// left out, without being parsed again. Only well-formed links are given
+// to known, so a block whose links cannot be read still fails as in Links.
+func NewLinks(c cid.Cid, data []byte, known func(raw []byte) bool) ([]cid.Cid, error) {
+	if c.Type() == DagCBOR {
+		s := linkScanner{data: data, known: known}
+		if s.item(0) && s.pos == len(data) {
+			return s.out, nil
+		}
+	}
+	links, err := Links(c, data)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(links, func(l cid.Cid) bool { return known([]byte(l.KeyString())) }), nil
+}
+
 func collectLinks(v any, out *[]cid.Cid) error {
 	switch x := v.(type) {
 	case cbor.Tag:

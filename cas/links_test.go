@@ -44,6 +44,18 @@ func TestLinksDagCBOR(t *testing.T) {
 		}
 	}
 
+	// NewLinks leaves out the links the caller has met, and only them.
+	for _, met := range [][]cid.Cid{nil, {b}, {a, c}, want} {
+		known := func(raw []byte) bool {
+			return slices.ContainsFunc(met, func(m cid.Cid) bool { return m.KeyString() == string(raw) })
+		}
+		got, err := cas.NewLinks(cas.Sum(cas.DagCBOR, data), data, known)
+		rest := slices.DeleteFunc(slices.Clone(want), func(l cid.Cid) bool { return slices.Contains(met, l) })
+		if err != nil || !cidsEqual(got, rest) {
+			t.Fatalf("NewLinks with %v met = %v, %v; want %v", met, got, err, rest)
+		}
+	}
+
 	// Many links under keys of one length come in bytewise key order.
 	many := map[string]any{}
 	var wantMany []cid.Cid

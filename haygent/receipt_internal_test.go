@@ -110,9 +110,12 @@ func TestCIDSet(t *testing.T) {
 			t.Fatalf("%d: len %d, want %d", i, s.len(), len(want))
 		}
 		for w := range want {
-			if !s.has(w) {
+			if !s.has(w) || !s.hasKey([]byte(w.KeyString())) {
 				t.Fatalf("%d: lost %s", i, w)
 			}
+		}
+		if other := cas.Sum(cas.DagCBOR, []byte{byte(i)}); s.has(other) || s.hasKey([]byte(other.KeyString())) {
+			t.Fatalf("%d: has %s, never added", i, other)
 		}
 	}
 }

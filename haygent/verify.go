@@ -299,11 +299,16 @@ func blockProblem(err error) (string, bool) {
 // (raw ones included), but records a bad block and goes on instead of
 // stopping, so that every bad block is named.
 func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
-	// Each entry carries the block that linked it, for the messages.
+	// Each entry carries the block that linked it, for the messages. A
+	// CID goes on the stack once, when it is first met; the links of
+	// the blocks read next leave out what has been met, unparsed.
 	type entry struct{ c, parent cid.Cid }
-	var seen cidSet
+	var met cidSet
+	met.add(root)
+	known := func(raw []byte) bool { return met.hasKey(raw) }
 	stack := make([]entry, 1, 32)
 	stack[0] = entry{c: root}
+	blocks := 0
 	for len(stack) > 0 {
 		if err := vr.ctx.Err(); err != nil {
 			return err
@@ -311,10 +316,10 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 		e := stack[len(stack)-1]
 		c := e.c
 		stack = stack[:len(stack)-1]
-		if seen.has(c) || (skip[c] && c != root) || (vr.known[c] && c != root) {
+		if (skip[c] || vr.known[c]) && c != root {
 			continue
 		}
-		seen.add(c)
+		blocks++
 		markBad := func(why string) {
 			if e.parent.Defined() {
 				why += " (linked from " + e.parent.String() + ")"
@@ -328,7 +333,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 		var links []cid.Cid
 		var linkErr error
 		err := vr.st.View(vr.ctx, c, func(data []byte) error {
-			links, linkErr = cas.Links(c, data)
+			links, linkErr = cas.NewLinks(c, data, known)
 			return nil
 		})
 		if err != nil {
@@ -347,12 +352,13 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 			continue
 		}
 		for i := len(links) - 1; i >= 0; i-- {
-			if !seen.has(links[i]) {
+			if !met.has(links[i]) { // a block may link the same CID twice
+				met.add(links[i])
 				stack = append(stack, entry{links[i], c})
 			}
 		}
 	}
-	vr.v.Blocks = seen.len()
+	vr.v.Blocks = blocks
 	return nil
 }
 
@@ -360,35 +366,55 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 // closure is (a dozen blocks or so), and a map past that.
 type cidSet struct {
 	list []cid.Cid
-	m    map[cid.Cid]struct{}
+	m    map[string]struct{} // by KeyString
 }
 
 const cidSetList = 32
 
 func (s *cidSet) has(c cid.Cid) bool {
+	k := c.KeyString()
 	if s.m != nil {
-		_, ok := s.m[c]
+		_, ok := s.m[k]
 		return ok
 	}
-	return slices.Contains(s.list, c)
+	for _, x := range s.list {
+		if x.KeyString() == k {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKey reports whether the set holds the CID whose binary form is raw.
+func (s *cidSet) hasKey(raw []byte) bool {
+	if s.m != nil {
+		_, ok := s.m[string(raw)]
+		return ok
+	}
+	for _, c := range s.list {
+		if c.KeyString() == string(raw) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *cidSet) add(c cid.Cid) {
 	switch {
 	case s.has(c):
 	case s.m != nil:
-		s.m[c] = struct{}{}
+		s.m[c.KeyString()] = struct{}{}
 	case len(s.list) < cidSetList:
 		if s.list == nil {
 			s.list = make([]cid.Cid, 0, cidSetList)
 		}
 		s.list = append(s.list, c)
 	default:
-		s.m = make(map[cid.Cid]struct{}, 2*cidSetList)
+		s.m = make(map[string]struct{}, 2*cidSetList)
 		for _, x := range s.list {
-			s.m[x] = struct{}{}
+			s.m[x.KeyString()] = struct{}{}
 		}
-		s.m[c] = struct{}{}
+		s.m[c.KeyString()] = struct{}{}
 		s.list = nil
 	}
 }
