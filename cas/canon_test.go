@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/ipfs/go-cid"
 )
 
 // canonInner and canonAll give a plan every kind it knows.
@@ -306,4 +307,39 @@ func FuzzDecodeNodeVerdict(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		nodeVerdict(t, data)
 	})
+}
+
+// A Decoder's Links gives a decoded link the caller's CID; a CID that
+// does not match the bytes is not used.
+func TestDecoderLinks(t *testing.T) {
+	held := map[string]cid.Cid{}
+	for _, s := range []string{"one", "two"} {
+		for _, codec := range []uint64{DagCBOR, Raw} {
+			c := Sum(codec, []byte(s))
+			held[c.KeyString()] = c
+		}
+	}
+	wrong := Sum(DagCBOR, []byte("wrong"))
+	calls := 0
+	for i, data := range canonSamples(t) {
+		var plain, fromHeld, fromWrong canonAll
+		if err := Unmarshal(data, &plain); err != nil {
+			t.Fatal(err)
+		}
+		d := Decoder{Links: func(raw []byte) (cid.Cid, bool) {
+			calls++
+			c, ok := held[string(raw)]
+			return c, ok
+		}}
+		if err := d.Unmarshal(data, &fromHeld); err != nil || !reflect.DeepEqual(plain, fromHeld) {
+			t.Fatalf("sample %d with held links: %v, %+v", i, err, fromHeld)
+		}
+		d.Links = func([]byte) (cid.Cid, bool) { return wrong, true }
+		if err := d.Unmarshal(data, &fromWrong); err != nil || !reflect.DeepEqual(plain, fromWrong) {
+			t.Fatalf("sample %d with a wrong link offered: %v, %+v", i, err, fromWrong)
+		}
+	}
+	if calls == 0 {
+		t.Fatal("Links was never asked")
+	}
 }

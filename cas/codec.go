@@ -172,6 +172,22 @@ func Marshal(v any) ([]byte, error) {
 // encoding; *v is set to zero first, so data alone gives the value. Every
 // error wraps [ErrNotCanonical].
 func Unmarshal(data []byte, v any) error {
+	return (&Decoder{}).Unmarshal(data, v)
+}
+
+// Decoder is [Unmarshal] for a caller that already holds many of the CIDs
+// the objects it decodes link to, as a verifier that has walked their
+// blocks does.
+type Decoder struct {
+	// Links, when set, returns the CID whose binary form (KeyString)
+	// is raw, if the caller holds one: a typed object's link to it then
+	// decodes to that CID, equal and sharing its memory, instead of
+	// being parsed and allocated again.
+	Links func(raw []byte) (cid.Cid, bool)
+}
+
+// Unmarshal is [Unmarshal], with d's Links.
+func (d *Decoder) Unmarshal(data []byte, v any) error {
 	if p := planFor(v); p != nil && !reflect.ValueOf(v).IsNil() {
 		// The plan's check gives the re-encoding's verdict (see
 		// canon.go); the value starts from zero, as the re-encoding
@@ -180,7 +196,7 @@ func Unmarshal(data []byte, v any) error {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		reflect.ValueOf(v).Elem().SetZero()
-		if err := decodePlanned(p, data, v); err != nil {
+		if err := decodePlanned(p, data, v, d.Links); err != nil {
 			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/ipfs/go-cid"
 )
 
 // planDecoder decodes data a plan has checked (see canon.go) into a value
@@ -22,16 +23,17 @@ import (
 // fields of type any, float64, []byte, string, []any, map[string]any,
 // cbor.Tag for links there, and empty, not nil, slices and maps.
 type planDecoder struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	links func(raw []byte) (cid.Cid, bool) // see Decoder.Links; may be nil
 }
 
 var errBadUTF8 = errors.New("invalid UTF-8 in a text string")
 
 // decodePlanned decodes data, which p has checked, into v, a non-nil
 // pointer to a zero value of p's type.
-func decodePlanned(p *typePlan, data []byte, v any) error {
-	d := planDecoder{data: data}
+func decodePlanned(p *typePlan, data []byte, v any, links func(raw []byte) (cid.Cid, bool)) error {
+	d := planDecoder{data: data, links: links}
 	return d.value(p, reflect.ValueOf(v).Elem())
 }
 
@@ -181,7 +183,14 @@ func (d *planDecoder) integer(major byte, arg uint64, v reflect.Value) error {
 func (d *planDecoder) link(l *Link) error {
 	d.head() // tag 42
 	_, n := d.head()
-	c, err := linkFromBytes(d.bytes(n))
+	b := d.bytes(n)
+	if d.links != nil && len(b) > 1 && b[0] == 0 {
+		if c, ok := d.links(b[1:]); ok && c.KeyString() == string(b[1:]) {
+			l.Cid = c
+			return nil
+		}
+	}
+	c, err := linkFromBytes(b)
 	if err != nil {
 		return err
 	}

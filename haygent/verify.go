@@ -215,6 +215,7 @@ func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted [
 		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, sharedNodes: nodes,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
 	}
+	vr.dec.Links = vr.met.get
 	if err := vr.verify(receipt, trusted); err != nil {
 		return nil, err
 	}
@@ -232,6 +233,8 @@ type verifier struct {
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
 	checked     map[cid.Cid]bool // typed objects checked, not decoded (see checkObject)
+	met         cidSet           // the CIDs the walk has met
+	dec         cas.Decoder      // decodes links to met CIDs to those
 	misread     map[cid.Cid]bool // typed objects also linked as an untyped node, already noted
 	receiptData []byte           // the receipt's block, once it has decoded
 	canon       problems
@@ -303,7 +306,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 	// CID goes on the stack once, when it is first met; the links of
 	// the blocks read next leave out what has been met, unparsed.
 	type entry struct{ c, parent cid.Cid }
-	var met cidSet
+	met := &vr.met
 	met.add(root)
 	known := func(raw []byte) bool { return met.hasKey(raw) }
 	stack := make([]entry, 1, 32)
@@ -366,7 +369,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 // closure is (a dozen blocks or so), and a map past that.
 type cidSet struct {
 	list []cid.Cid
-	m    map[string]struct{} // by KeyString
+	m    map[string]cid.Cid // by KeyString
 }
 
 const cidSetList = 32
@@ -387,34 +390,40 @@ func (s *cidSet) has(c cid.Cid) bool {
 
 // hasKey reports whether the set holds the CID whose binary form is raw.
 func (s *cidSet) hasKey(raw []byte) bool {
+	_, ok := s.get(raw)
+	return ok
+}
+
+// get returns the set's CID whose binary form is raw.
+func (s *cidSet) get(raw []byte) (cid.Cid, bool) {
 	if s.m != nil {
-		_, ok := s.m[string(raw)]
-		return ok
+		c, ok := s.m[string(raw)]
+		return c, ok
 	}
 	for _, c := range s.list {
 		if c.KeyString() == string(raw) {
-			return true
+			return c, true
 		}
 	}
-	return false
+	return cid.Undef, false
 }
 
 func (s *cidSet) add(c cid.Cid) {
 	switch {
 	case s.has(c):
 	case s.m != nil:
-		s.m[c.KeyString()] = struct{}{}
+		s.m[c.KeyString()] = c
 	case len(s.list) < cidSetList:
 		if s.list == nil {
 			s.list = make([]cid.Cid, 0, cidSetList)
 		}
 		s.list = append(s.list, c)
 	default:
-		s.m = make(map[string]struct{}, 2*cidSetList)
+		s.m = make(map[string]cid.Cid, 2*cidSetList)
 		for _, x := range s.list {
-			s.m[x.KeyString()] = struct{}{}
+			s.m[x.KeyString()] = x
 		}
-		s.m[c.KeyString()] = struct{}{}
+		s.m[c.KeyString()] = c
 		s.list = nil
 	}
 }
@@ -519,7 +528,7 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 			got, _ = cas.TextEntry(data, "type")
 			return nil
 		}
-		decodeErr = cas.Unmarshal(data, v)
+		decodeErr = vr.dec.Unmarshal(data, v)
 		got = typeOf(v)
 		if decodeErr == nil && c == vr.v.Receipt && !signedReceipt(c) {
 			// Kept for the signature check, which cuts its signing

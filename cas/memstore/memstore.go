@@ -23,13 +23,18 @@ type Store struct {
 	refs    map[string]map[string]cid.Cid // namespace -> name -> CID
 	tainted map[cid.Cid][]byte            // bytes Corrupt put in place of blocks
 	closed  bool
+	// runlock and unlock are mu's, bound once: a method value made at
+	// each read would cost an allocation per block read.
+	runlock, unlock func()
 }
 
 var errClosed = errors.New("memstore: store is closed")
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{blocks: newArena(), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
+	s := &Store{blocks: newArena(), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
+	s.runlock, s.unlock = s.mu.RUnlock, s.mu.Unlock
+	return s
 }
 
 var _ cas.Store = (*Store)(nil)
@@ -43,7 +48,7 @@ func (s *Store) read(ctx context.Context) (func(), error) {
 		s.mu.RUnlock()
 		return nil, errClosed
 	}
-	return s.mu.RUnlock, nil
+	return s.runlock, nil
 }
 
 func (s *Store) write(ctx context.Context) (func(), error) {
@@ -55,7 +60,7 @@ func (s *Store) write(ctx context.Context) (func(), error) {
 		s.mu.Unlock()
 		return nil, errClosed
 	}
-	return s.mu.Unlock, nil
+	return s.unlock, nil
 }
 
 // Has implements [cas.Store].
