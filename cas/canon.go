@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/ipfs/go-cid"
 )
 
 // This file checks that a block is the canonical encoding of a typed hg
@@ -232,21 +233,26 @@ type canonChecker struct {
 	// full makes it check what is otherwise left to the decoder: UTF-8,
 	// integers within their fields' range, the CIDs of links.
 	full bool
+	// In a full check, collect gathers the links met into found, parsed
+	// or given by links (see Decoder.Links).
+	collect bool
+	found   []cid.Cid
+	links   func(raw []byte) (cid.Cid, bool)
 }
 
 // checkCanonical reports why data is not the canonical encoding of a value
 // of p's type, or nil.
 func checkCanonical(p *typePlan, data []byte) error {
-	return checkPlan(p, data, false)
+	c := canonChecker{data: data}
+	return c.check(p)
 }
 
-func checkPlan(p *typePlan, data []byte, full bool) error {
-	c := canonChecker{data: data, full: full}
+func (c *canonChecker) check(p *typePlan) error {
 	if err := c.value(p, 0); err != nil {
 		return err
 	}
-	if c.pos != len(data) {
-		return fmt.Errorf("%d bytes after the object", len(data)-c.pos)
+	if c.pos != len(c.data) {
+		return fmt.Errorf("%d bytes after the object", len(c.data)-c.pos)
 	}
 	return nil
 }
@@ -487,10 +493,25 @@ func (c *canonChecker) link(tag uint64, start int, typed bool) error {
 	if typed && !c.full {
 		return nil
 	}
-	if _, err := CastCID(b[1:]); err != nil {
+	l, err := internCID(b[1:], c.links)
+	if err != nil {
 		return fmt.Errorf("byte %d: a link to an invalid CID%s", start, where)
 	}
+	if c.collect {
+		c.found = append(c.found, l)
+	}
 	return nil
+}
+
+// internCID parses the binary CID raw, or takes it from links (see
+// Decoder.Links) when that holds it.
+func internCID(raw []byte, links func(raw []byte) (cid.Cid, bool)) (cid.Cid, error) {
+	if links != nil {
+		if c, ok := links(raw); ok && c.KeyString() == string(raw) {
+			return c, nil
+		}
+	}
+	return CastCID(raw)
 }
 
 // generic reads any value of the data model.

@@ -3,6 +3,7 @@ package cas_test
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +57,12 @@ func TestCanonicalPlansOfObjects(t *testing.T) {
 					t.Fatalf("%s, byte %d set to 0x%02x: the plan accepts what the re-encoding refuses: %v", name, i, b, errSlow)
 				case errFast == nil && !reflect.DeepEqual(fast, slow):
 					t.Fatalf("%s, byte %d set to 0x%02x: the two decode differently", name, i, b)
+				case errFast == nil:
+					want, _ := cas.Links(cas.Sum(cas.DagCBOR, v), v)
+					got, err := (&cas.Decoder{}).UnmarshalLinks(v, fresh())
+					if err != nil || !slices.Equal(got, want) {
+						t.Fatalf("%s, byte %d set to 0x%02x: UnmarshalLinks = %v, %v; want %v", name, i, b, got, err, want)
+					}
 				case errFast != nil && errSlow == nil && !strings.Contains(errFast.Error(), "outside the DAG-CBOR data model"):
 					t.Fatalf("%s, byte %d set to 0x%02x: the plan refuses what the re-encoding accepts: %v", name, i, b, errFast)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -341,5 +342,31 @@ func TestDecoderLinks(t *testing.T) {
 	}
 	if calls == 0 {
 		t.Fatal("Links was never asked")
+	}
+}
+
+// UnmarshalLinks and CheckLinks return the links Links finds, in its
+// order, with or without Links to take them from.
+func TestDecoderCollectsLinks(t *testing.T) {
+	for i, data := range canonSamples(t) {
+		want, err := Links(Sum(DagCBOR, data), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			continue
+		}
+		held := map[string]cid.Cid{want[0].KeyString(): want[0]}
+		for _, d := range []*Decoder{{}, {Links: func(raw []byte) (cid.Cid, bool) { c, ok := held[string(raw)]; return c, ok }}} {
+			var v canonAll
+			got, err := d.UnmarshalLinks(data, &v)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("sample %d: UnmarshalLinks = %v, %v; want %v", i, got, err, want)
+			}
+			got, err = d.CheckLinks(data, (*canonAll)(nil))
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("sample %d: CheckLinks = %v, %v; want %v", i, got, err, want)
+			}
+		}
 	}
 }

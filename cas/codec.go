@@ -175,9 +175,9 @@ func Unmarshal(data []byte, v any) error {
 	return (&Decoder{}).Unmarshal(data, v)
 }
 
-// Decoder is [Unmarshal] for a caller that already holds many of the CIDs
-// the objects it decodes link to, as a verifier that has walked their
-// blocks does.
+// Decoder is [Unmarshal] and [Check] for a caller that holds many of the
+// CIDs the objects it decodes link to, or that wants each block's links
+// from the same pass, as a verifier does.
 type Decoder struct {
 	// Links, when set, returns the CID whose binary form (KeyString)
 	// is raw, if the caller holds one: a typed object's link to it then
@@ -188,20 +188,48 @@ type Decoder struct {
 
 // Unmarshal is [Unmarshal], with d's Links.
 func (d *Decoder) Unmarshal(data []byte, v any) error {
+	_, err := d.unmarshal(data, v, false)
+	return err
+}
+
+// UnmarshalLinks is Unmarshal that also returns the links of data, in the
+// order they appear, as [Links] lists them.
+func (d *Decoder) UnmarshalLinks(data []byte, v any) ([]cid.Cid, error) {
+	return d.unmarshal(data, v, true)
+}
+
+func (d *Decoder) unmarshal(data []byte, v any, collect bool) ([]cid.Cid, error) {
 	if p := planFor(v); p != nil && !reflect.ValueOf(v).IsNil() {
 		// The plan's check gives the re-encoding's verdict (see
 		// canon.go); the value starts from zero, as the re-encoding
 		// would see any field the data does not set.
 		if err := checkCanonical(p, data); err != nil {
-			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+			return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
 		reflect.ValueOf(v).Elem().SetZero()
-		if err := decodePlanned(p, data, v, d.Links); err != nil {
-			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+		pd := planDecoder{data: data, links: d.Links, collect: collect}
+		if err := pd.value(p, reflect.ValueOf(v).Elem()); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
-		return nil
+		return pd.found, nil
 	}
-	return unmarshalReencode(data, v)
+	if err := unmarshalReencode(data, v); err != nil {
+		return nil, err
+	}
+	return linksOf(data, collect)
+}
+
+// linksOf returns the links of data, which has decoded strictly, when
+// collect is set.
+func linksOf(data []byte, collect bool) ([]cid.Cid, error) {
+	if !collect {
+		return nil, nil
+	}
+	links, ok := scanLinks(data)
+	if !ok {
+		return nil, fmt.Errorf("%w: the links of the object cannot be read", ErrInvalid)
+	}
+	return links, nil
 }
 
 // Check reports whether [Unmarshal] would accept data for a value of the
@@ -209,17 +237,29 @@ func (d *Decoder) Unmarshal(data []byte, v any) error {
 // with a plan (canon.go), without building the value, so that a verifier
 // that needs an object's validity but not its content allocates nothing.
 func Check(data []byte, v any) error {
+	_, err := (&Decoder{}).check(data, v, false)
+	return err
+}
+
+// CheckLinks is [Check] that also returns the links of data, in the order
+// they appear, as [Links] lists them.
+func (d *Decoder) CheckLinks(data []byte, v any) ([]cid.Cid, error) {
+	return d.check(data, v, true)
+}
+
+func (d *Decoder) check(data []byte, v any, collect bool) ([]cid.Cid, error) {
 	t := reflect.TypeOf(v)
 	if t == nil || t.Kind() != reflect.Pointer {
-		return fmt.Errorf("%w: check needs a pointer, not %T", ErrInvalid, v)
+		return nil, fmt.Errorf("%w: check needs a pointer, not %T", ErrInvalid, v)
 	}
 	if p := planFor(v); p != nil {
-		if err := checkPlan(p, data, true); err != nil {
-			return fmt.Errorf("%w: %v", ErrNotCanonical, err)
+		c := canonChecker{data: data, full: true, links: d.Links, collect: collect}
+		if err := c.check(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
 		}
-		return nil
+		return c.found, nil
 	}
-	return Unmarshal(data, reflect.New(t.Elem()).Interface())
+	return d.unmarshal(data, reflect.New(t.Elem()).Interface(), collect)
 }
 
 // unmarshalReencode is Unmarshal by decoding and encoding again.

@@ -23,19 +23,14 @@ import (
 // fields of type any, float64, []byte, string, []any, map[string]any,
 // cbor.Tag for links there, and empty, not nil, slices and maps.
 type planDecoder struct {
-	data  []byte
-	pos   int
-	links func(raw []byte) (cid.Cid, bool) // see Decoder.Links; may be nil
+	data    []byte
+	pos     int
+	links   func(raw []byte) (cid.Cid, bool) // see Decoder.Links; may be nil
+	collect bool                             // gather the links decoded into found
+	found   []cid.Cid
 }
 
 var errBadUTF8 = errors.New("invalid UTF-8 in a text string")
-
-// decodePlanned decodes data, which p has checked, into v, a non-nil
-// pointer to a zero value of p's type.
-func decodePlanned(p *typePlan, data []byte, v any, links func(raw []byte) (cid.Cid, bool)) error {
-	d := planDecoder{data: data, links: links}
-	return d.value(p, reflect.ValueOf(v).Elem())
-}
 
 // head reads a head the check has found well formed and shortest.
 func (d *planDecoder) head() (major byte, arg uint64) {
@@ -184,17 +179,17 @@ func (d *planDecoder) link(l *Link) error {
 	d.head() // tag 42
 	_, n := d.head()
 	b := d.bytes(n)
-	if d.links != nil && len(b) > 1 && b[0] == 0 {
-		if c, ok := d.links(b[1:]); ok && c.KeyString() == string(b[1:]) {
-			l.Cid = c
-			return nil
-		}
+	if len(b) == 0 || b[0] != 0 {
+		return fmt.Errorf("link without the 0x00 multibase prefix: %w", ErrBadCID)
 	}
-	c, err := linkFromBytes(b)
+	c, err := internCID(b[1:], d.links)
 	if err != nil {
 		return err
 	}
 	l.Cid = c
+	if d.collect {
+		d.found = append(d.found, c)
+	}
 	return nil
 }
 
@@ -243,9 +238,18 @@ func (d *planDecoder) generic() (any, error) {
 	case majorMap:
 		return d.mapAny(arg)
 	}
-	// A link: the check has seen tag 42 around a byte string.
+	// A link: the check has seen tag 42 around a byte string holding
+	// 0x00 and a valid CID.
 	_, n := d.head()
-	return cbor.Tag{Number: linkTag, Content: append(make([]byte, 0, n), d.bytes(n)...)}, nil
+	b := d.bytes(n)
+	if d.collect {
+		c, err := internCID(b[1:], d.links)
+		if err != nil {
+			return nil, err
+		}
+		d.found = append(d.found, c)
+	}
+	return cbor.Tag{Number: linkTag, Content: append(make([]byte, 0, n), b...)}, nil
 }
 
 func (d *planDecoder) mapAny(n uint64) (map[string]any, error) {

@@ -215,7 +215,10 @@ func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted [
 		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, sharedNodes: nodes,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
 	}
-	vr.dec.Links = vr.met.get
+	// Some forty links per receipt, a dozen distinct: a map from the
+	// start (a list would be searched end to end for each).
+	vr.cids.m = make(map[string]cid.Cid, 32)
+	vr.dec.Links = vr.cids.get
 	if err := vr.verify(receipt, trusted); err != nil {
 		return nil, err
 	}
@@ -232,11 +235,12 @@ type verifier struct {
 	badOrder    []cid.Cid
 	decoded     map[cid.Cid]any // typed objects already decoded
 	undecodable map[cid.Cid]bool
-	checked     map[cid.Cid]bool // typed objects checked, not decoded (see checkObject)
-	met         cidSet           // the CIDs the walk has met
-	dec         cas.Decoder      // decodes links to met CIDs to those
-	misread     map[cid.Cid]bool // typed objects also linked as an untyped node, already noted
-	receiptData []byte           // the receipt's block, once it has decoded
+	checked     map[cid.Cid]bool      // typed objects checked, not decoded (see checkObject)
+	dec         cas.Decoder           // decodes links to CIDs in cids to those
+	cids        cidSet                // the CIDs decoded, each once
+	linksOf     map[cid.Cid][]cid.Cid // the links of the blocks decoded
+	misread     map[cid.Cid]bool      // typed objects also linked as an untyped node, already noted
+	receiptData []byte                // the receipt's block, once it has decoded
 	canon       problems
 	known       map[cid.Cid]bool // closures verified by the caller
 	// sharedNodes, when not nil, holds untyped objects other receipts'
@@ -306,7 +310,7 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 	// CID goes on the stack once, when it is first met; the links of
 	// the blocks read next leave out what has been met, unparsed.
 	type entry struct{ c, parent cid.Cid }
-	met := &vr.met
+	var met cidSet
 	met.add(root)
 	known := func(raw []byte) bool { return met.hasKey(raw) }
 	stack := make([]entry, 1, 32)
@@ -333,12 +337,19 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 			markBad("its hash function cannot be checked: " + err.Error())
 			continue
 		}
-		var links []cid.Cid
+		if why, ok := vr.bad[c]; ok {
+			markBad(why) // found by the decoding; now with its parent
+			continue
+		}
+		links, decoded := vr.linksOf[c]
 		var linkErr error
-		err := vr.st.View(vr.ctx, c, func(data []byte) error {
-			links, linkErr = cas.NewLinks(c, data, known)
-			return nil
-		})
+		var err error
+		if !decoded {
+			err = vr.st.View(vr.ctx, c, func(data []byte) error {
+				links, linkErr = cas.NewLinks(c, data, known)
+				return nil
+			})
+		}
 		if err != nil {
 			if cerr := vr.ctx.Err(); cerr != nil {
 				return cerr
@@ -487,6 +498,18 @@ func (vr *verifier) object(c cid.Cid, what, typ string, v any) (bool, error) {
 	return true, nil
 }
 
+// keepLinks records the links of c, a block that has decoded, for the
+// walk, and the CIDs among them for the decoding of the blocks after it.
+func (vr *verifier) keepLinks(c cid.Cid, links []cid.Cid) {
+	if vr.linksOf == nil {
+		vr.linksOf = make(map[cid.Cid][]cid.Cid, 16)
+	}
+	vr.linksOf[c] = links
+	for _, l := range links {
+		vr.cids.add(l)
+	}
+}
+
 // checkObject is object for a typed object whose validity and type
 // matter but not its content (the packets between steps): the block is
 // checked as [cas.Unmarshal] would accept it, without building the value.
@@ -523,13 +546,20 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 	var decodeErr error
 	var got string
 	err := vr.st.View(vr.ctx, c, func(data []byte) error {
+		var links []cid.Cid
 		if checkOnly {
-			decodeErr = cas.Check(data, v)
+			links, decodeErr = vr.dec.CheckLinks(data, v)
 			got, _ = cas.TextEntry(data, "type")
+		} else {
+			links, decodeErr = vr.dec.UnmarshalLinks(data, v)
+			got = typeOf(v)
+		}
+		if decodeErr == nil {
+			vr.keepLinks(c, links)
+		}
+		if checkOnly {
 			return nil
 		}
-		decodeErr = vr.dec.Unmarshal(data, v)
-		got = typeOf(v)
 		if decodeErr == nil && c == vr.v.Receipt && !signedReceipt(c) {
 			// Kept for the signature check, which cuts its signing
 			// bytes from the block instead of encoding them again.
@@ -679,6 +709,28 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
+	// The typed objects are decoded first: the walk of the closure that
+	// follows takes their links from the decoding, and reads again only
+	// the blocks nothing decoded.
+	var r Receipt
+	ok, err := vr.object(rc, "receipt", TypeReceipt, &r)
+	if err != nil {
+		return err
+	}
+	var chain []*tnode
+	var chainProbs problems
+	var complete bool
+	if ok {
+		// Read the chain, head first, and everything each transition
+		// links.
+		chain, chainProbs, complete, err = vr.readChain(&r)
+		if err != nil {
+			return err
+		}
+		if err := vr.readReceiptLinks(&r); err != nil {
+			return err
+		}
+	}
 	if err := vr.walk(rc, upstream); err != nil {
 		return err
 	}
@@ -693,12 +745,6 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 		}
 		return blocks.check(CheckBlocks, ok)
 	}
-
-	var r Receipt
-	ok, err := vr.object(rc, "receipt", TypeReceipt, &r)
-	if err != nil {
-		return err
-	}
 	if !ok {
 		vr.add(blockCheck())
 		vr.add(vr.canon.check(CheckCanonical, ""))
@@ -708,16 +754,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 		return nil
 	}
 	v.Run, v.Status = r.Run, r.Status
-
-	// Read the chain, head first, and everything each transition links.
-	chain, chainProbs, complete, err := vr.readChain(&r)
-	if err != nil {
-		return err
-	}
 	v.Transitions = len(chain)
-	if err := vr.readReceiptLinks(&r); err != nil {
-		return err
-	}
 
 	v.Object = &r
 	v.Input, _ = vr.decoded[r.Input.Cid].(*Packet)
