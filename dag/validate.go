@@ -120,6 +120,7 @@ func (w *WorkOrder) Validate(res Resolver) error {
 		}
 		seen[r] = true
 	}
+	w.validateDecisions(add)
 	return errors.Join(errs...)
 }
 

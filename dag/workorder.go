@@ -85,6 +85,15 @@ type WorkOrder struct {
 	Order     []string         // node names, in the order written
 	Nodes     map[string]*Node // by name
 	Require   []string         // "outcome"."require", as written
+	// Mandatory ("outcome"."mandatory") lists nodes that must be done
+	// for the run to be complete though the target state does not need
+	// them (a notification, a clean-up).
+	Mandatory []string
+	// Class ("class") names the task class whose belief log the
+	// decisions are read from and written to; the order's name when
+	// not given.
+	Class     string
+	Decisions map[string]*Decision // "decisions", by name
 }
 
 // Node is one node of a Work Order.
@@ -169,7 +178,7 @@ func Parse(data []byte) (*WorkOrder, error) {
 	}
 	p := &parser{}
 	w := &WorkOrder{Nodes: map[string]*Node{}}
-	p.unknown("", top, "workorder", "objective", "nodes", "outcome")
+	p.unknown("", top, "workorder", "objective", "class", "decisions", "nodes", "outcome")
 
 	if raw, ok := top["workorder"]; !ok {
 		p.add("", "workorder", "required")
@@ -187,6 +196,18 @@ func Parse(data []byte) (*WorkOrder, error) {
 		}
 		w.Objective = s
 	}
+	w.Class = w.Name
+	if raw, ok := top["class"]; ok {
+		if s, ok := p.str("", "class", raw); ok {
+			if !ValidName(s) {
+				p.add("", "class", "name %q: %s", s, nameRule)
+			}
+			w.Class = s
+		}
+	}
+	if raw, ok := top["decisions"]; ok {
+		w.Decisions = p.decisions(raw)
+	}
 	if raw, ok := top["nodes"]; !ok {
 		p.add("", "nodes", "required")
 	} else if nodes, ok := p.object("", "nodes", raw); ok {
@@ -199,10 +220,15 @@ func Parse(data []byte) (*WorkOrder, error) {
 	}
 	if raw, ok := top["outcome"]; ok {
 		if out, ok := p.object("", "outcome", raw); ok {
-			p.unknown("outcome/", out, "require")
+			p.unknown("outcome/", out, "require", "mandatory")
 			if raw, ok := out["require"]; ok {
 				if req, ok := p.strs("", "outcome/require", raw); ok {
 					w.Require = req
+				}
+			}
+			if raw, ok := out["mandatory"]; ok {
+				if m, ok := p.strs("", "outcome/mandatory", raw); ok {
+					w.Mandatory = m
 				}
 			}
 		}

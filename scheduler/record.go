@@ -39,6 +39,26 @@ type Record struct {
 	Started   string       `cbor:"started"`
 	Updated   string       `cbor:"updated"`
 	Nodes     []NodeRecord `cbor:"nodes"` // sorted by name
+	// Class is the task class whose belief log the decisions came from
+	// and go back to; Decisions, how the run's decision slots were
+	// bound before it started (none for an order without decisions).
+	Class     string        `cbor:"class,omitempty"`
+	Decisions []DecisionRec `cbor:"decisions,omitempty"`
+}
+
+// DecisionRec is how one decision slot of a run was bound: the question,
+// whether it was put to someone, the value and where it came from.
+type DecisionRec struct {
+	Slot     string `cbor:"slot"`
+	Question string `cbor:"question"`
+	Critical bool   `cbor:"critical"`
+	Asked    bool   `cbor:"asked"`
+	// Source is "belief" (the class's belief log, Event the event that
+	// bound it), "terminal" or "file" (asked), "default", or "" when
+	// nothing bound a slot that is not critical.
+	Source string    `cbor:"source"`
+	Value  any       `cbor:"value"`
+	Event  *cas.Link `cbor:"event,omitempty"`
 }
 
 // NodeRecord is one node's state within a run.
@@ -94,17 +114,19 @@ const TypeRunPage = "hg/runpage@1"
 // storedRecord is the root block of a stored run record: the record's own
 // fields and links to its pages of node records, in name order.
 type storedRecord struct {
-	Type      string     `cbor:"type"`
-	Run       string     `cbor:"run"`
-	WorkOrder cas.Link   `cbor:"workorder"`
-	Name      string     `cbor:"name"`
-	Objective string     `cbor:"objective"`
-	Status    string     `cbor:"status"`
-	Reason    string     `cbor:"reason"`
-	Started   string     `cbor:"started"`
-	Updated   string     `cbor:"updated"`
-	Nodes     int64      `cbor:"nodes"`
-	Pages     []cas.Link `cbor:"pages"`
+	Type      string        `cbor:"type"`
+	Run       string        `cbor:"run"`
+	WorkOrder cas.Link      `cbor:"workorder"`
+	Name      string        `cbor:"name"`
+	Objective string        `cbor:"objective"`
+	Status    string        `cbor:"status"`
+	Reason    string        `cbor:"reason"`
+	Started   string        `cbor:"started"`
+	Updated   string        `cbor:"updated"`
+	Nodes     int64         `cbor:"nodes"`
+	Pages     []cas.Link    `cbor:"pages"`
+	Class     string        `cbor:"class,omitempty"`
+	Decisions []DecisionRec `cbor:"decisions,omitempty"`
 }
 
 type runPage struct {
@@ -151,7 +173,8 @@ func encodeRecord(ctx context.Context, rec *Record, cache *pageCache) ([]cas.Blo
 	clear(cache.dirty)
 	root := storedRecord{Type: rec.Type, Run: rec.Run, WorkOrder: rec.WorkOrder, Name: rec.Name, Objective: rec.Objective,
 		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated,
-		Nodes: int64(len(rec.Nodes)), Pages: append([]cas.Link{}, cache.links...)}
+		Nodes: int64(len(rec.Nodes)), Pages: append([]cas.Link{}, cache.links...),
+		Class: rec.Class, Decisions: rec.Decisions}
 	data, err := cas.Marshal(&root)
 	if err != nil {
 		return nil, cid.Undef, err
@@ -197,7 +220,8 @@ func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error)
 		return nil, fmt.Errorf("%s is not a run record: %w", c, cas.ErrInvalid)
 	}
 	rec := &Record{Type: root.Type, Run: root.Run, WorkOrder: root.WorkOrder, Name: root.Name, Objective: root.Objective,
-		Status: root.Status, Reason: root.Reason, Started: root.Started, Updated: root.Updated}
+		Status: root.Status, Reason: root.Reason, Started: root.Started, Updated: root.Updated,
+		Class: root.Class, Decisions: root.Decisions}
 	for _, p := range root.Pages {
 		var page runPage
 		if err := st.View(ctx, p.Cid, func(d []byte) error { return cas.Unmarshal(d, &page) }); err != nil {

@@ -97,6 +97,10 @@ type Plan struct {
 	WorkOrder *dag.WorkOrder
 	Packages  map[string]*haygent.Package // by node
 	Dir       string                      // the Work Order's directory
+	// Decisions records how the clarifier bound the order's decision
+	// slots, whose values [dag.WorkOrder.Bind] has put into the inputs;
+	// Start stores it in the run record.
+	Decisions []DecisionRec
 }
 
 // ErrInvalidWorkOrder is wrapped by every problem found before a run.
@@ -257,7 +261,11 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 		return "", err
 	}
 	rec := &Record{Type: TypeRun, Run: run, WorkOrder: cas.Link{Cid: wob.CID()}, Name: plan.WorkOrder.Name,
-		Objective: plan.WorkOrder.Objective, Status: StatusRunning, Started: s.stamp(), Updated: s.stamp()}
+		Objective: plan.WorkOrder.Objective, Status: StatusRunning, Started: s.stamp(), Updated: s.stamp(),
+		Decisions: plan.Decisions}
+	if len(plan.WorkOrder.Decisions) > 0 {
+		rec.Class = plan.WorkOrder.Class
+	}
 	for _, name := range sortedNames(plan.WorkOrder) {
 		rec.Nodes = append(rec.Nodes, NodeRecord{Name: name, State: dag.Pending})
 	}
@@ -381,8 +389,8 @@ func Cancel(ctx context.Context, st cas.Store, run string, now time.Time) (*Reco
 		if err != nil {
 			return nil, err
 		}
-		if len(stuckNodes(rec.Nodes, wo)) == 0 {
-			rec.Status, rec.Reason = StatusDone, "every required node is done"
+		if held, reason := outcome(rec.Nodes, wo); held {
+			rec.Status, rec.Reason = StatusDone, reason
 		}
 	}
 	rec.Updated = now.UTC().Format(time.RFC3339Nano)
@@ -1271,13 +1279,14 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 		}
 	}
 	stuck := stuckNodes(e.rec.Nodes, e.plan.WorkOrder)
+	held, reason := outcome(e.rec.Nodes, e.plan.WorkOrder)
 	switch {
-	case len(stuck) == 0:
-		e.rec.Status, e.rec.Reason = StatusDone, "every required node is done"
+	case held:
+		e.rec.Status, e.rec.Reason = StatusDone, reason
 	case ctx.Err() != nil:
 		e.rec.Status, e.rec.Reason = StatusCancelled, "cancelled: "+strings.Join(stuck, ", ")
 	default:
-		e.rec.Status, e.rec.Reason = StatusHalted, "not done: "+strings.Join(stuck, ", ")
+		e.rec.Status, e.rec.Reason = StatusHalted, reason
 	}
 	e.rec.Updated = e.s.stamp()
 	e.pages = nil // settle may have changed any node: store every page
@@ -1305,11 +1314,45 @@ func stuckNodes(nodes []NodeRecord, wo *dag.WorkOrder) []string {
 	return stuck
 }
 
+// outcome is the outcome gate: a run is complete only when its target
+// state is reached (every required node done) and no mandatory action
+// remains (every node the required ones need, and every node the order
+// declares mandatory with what it needs, done). reason says which of the
+// two fails, naming the nodes, or that both hold.
+func outcome(nodes []NodeRecord, wo *dag.WorkOrder) (held bool, reason string) {
+	required := map[string]bool{}
+	for _, r := range wo.Required() {
+		required[r] = true
+	}
+	mandatory := mandatoryNodes(wo)
+	var target, remaining []string
+	for _, n := range nodes {
+		switch {
+		case n.State == dag.Done:
+		case required[n.Name]:
+			target = append(target, n.Name+" ("+n.State+")")
+		case mandatory[n.Name]:
+			remaining = append(remaining, n.Name+" ("+n.State+")")
+		}
+	}
+	if len(target) == 0 && len(remaining) == 0 {
+		return true, "target state reached; no mandatory action remains"
+	}
+	var parts []string
+	if len(target) > 0 {
+		parts = append(parts, "target state not reached: "+strings.Join(target, ", "))
+	}
+	if len(remaining) > 0 {
+		parts = append(parts, "mandatory actions remain: "+strings.Join(remaining, ", "))
+	}
+	return false, strings.Join(parts, "; ")
+}
+
 // mandatoryNodes returns the nodes a run's outcome needs: the required
-// ones and everything they need, in one walk.
+// ones, the ones declared mandatory and everything they need, in one walk.
 func mandatoryNodes(wo *dag.WorkOrder) map[string]bool {
 	mandatory := map[string]bool{}
-	stack := wo.Required()
+	stack := append(wo.Required(), wo.Mandatory...)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
