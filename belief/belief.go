@@ -60,8 +60,11 @@ type Cause struct {
 func (c Cause) String() string {
 	switch c.Kind {
 	case "run":
-		if c.Source != "" {
-			return "run " + c.Ref + " (answered on the " + c.Source + ")"
+		switch c.Source {
+		case SourceTerminal:
+			return "run " + c.Ref + " (answered on the terminal)"
+		case SourceFile:
+			return "run " + c.Ref + " (answered from a file)"
 		}
 		return "run " + c.Ref
 	case "person":

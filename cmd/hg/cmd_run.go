@@ -32,11 +32,11 @@ func newRunCmd(g *globals) *cobra.Command {
 		jobs                    int
 		noCache, dryRun, asJSON bool
 		adapterSpec, model      string
-		runID                   string
+		runID, answers          string
 		remote                  remoteFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--json]",
+		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--answers FILE] [--json]",
 		Short: "run a Work Order: a DAG of Haygents that advances only on accepted receipts",
 		Long: `Validate the Work Order (unknown Haygents, unknown needs, cycles, pointers
 into fields an upstream output contract lacks) and run it: each node is
@@ -45,7 +45,14 @@ receipts; each receipt is verified by the scheduler before the node counts as
 done; a HALT blocks what is downstream of it while independent branches go
 on. Prints the run id first and the outcome last. Exit 0 when the outcome
 holds, 3 when it does not (the blocking receipts named), 1 for an invalid
-Work Order (nothing runs).`,
+Work Order (nothing runs).
+
+A Work Order with decision slots is clarified first: the belief log of its
+task class binds what it can; the critical slots left are asked on the
+terminal, or answered from --answers FILE (a JSON object of decision names
+and values); otherwise hg lists the questions and exits 5, with nothing run.
+A run that reaches its outcome writes the answers it used into the belief
+log (see 'hg belief'), so the next order of the class asks none of them.`,
 		Args: exactArgs(1, "one WORKORDER.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runID != "" {
@@ -55,6 +62,9 @@ Work Order (nothing runs).`,
 			}
 			plan, err := scheduler.Load(args[0])
 			if err != nil {
+				return err
+			}
+			if err := clarify(cmd.Context(), g, plan, answers, asJSON); err != nil {
 				return err
 			}
 			if dryRun {
@@ -70,6 +80,7 @@ Work Order (nothing runs).`,
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run `run-NAME` instead of a generated id")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "run every node, even when an accepted receipt for the same work exists")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the plan in waves; run nothing")
+	cmd.Flags().StringVar(&answers, "answers", "", "answer the Work Order's open decisions from `FILE`, a JSON object")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
@@ -192,7 +203,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	}
 	switch rec.Status {
 	case scheduler.StatusDone:
-		return nil
+		return crystallize(ctx, g, run, asJSON)
 	case scheduler.StatusCancelled:
 		return fmt.Errorf("run %s cancelled", run)
 	}
@@ -364,7 +375,27 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 	g.ui.printf("workorder  %s  (%s)\n", rec.Name, rec.WorkOrder)
 	g.ui.printf("objective  %s\n", rec.Objective)
 	g.ui.printf("status     %s: %s\n", rec.Status, rec.Reason)
-	g.ui.printf("started    %s, updated %s\n\n", rec.Started, rec.Updated)
+	g.ui.printf("started    %s, updated %s\n", rec.Started, rec.Updated)
+	if len(rec.Decisions) > 0 {
+		asked := 0
+		for _, d := range rec.Decisions {
+			if d.Asked {
+				asked++
+			}
+		}
+		g.ui.printf("decisions  %d of class %s, %d asked\n", len(rec.Decisions), rec.Class, asked)
+		for _, d := range rec.Decisions {
+			line := "  " + describeDecision(d.Slot, d.Source != "", d.Value, d.Source)
+			if d.Asked {
+				line += "\n  " + strings.Repeat(" ", len(d.Slot)) + "   asked: " + d.Question
+			}
+			if d.Event != nil {
+				line += "  event " + d.Event.String()
+			}
+			g.ui.printf("%s\n", line)
+		}
+	}
+	g.ui.printf("\n")
 	for _, n := range rec.Nodes {
 		line := fmt.Sprintf("  %-14s %-10s", n.Name, n.State)
 		if n.Receipt != nil {

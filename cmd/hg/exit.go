@@ -38,6 +38,7 @@ func exitCode(err error) int {
 		usage usageError
 		integ integrityError
 		halt  haltError
+		need  needInputError
 	)
 	switch {
 	case err == nil:
@@ -46,6 +47,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &halt):
 		return exitHalt
+	case errors.As(err, &need):
+		return exitNeedInput
 	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical):
 		return exitIntegrity
 	default:
