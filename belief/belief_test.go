@@ -1,0 +1,139 @@
+package belief_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/haygent/hg/belief"
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/dag"
+)
+
+const order = `{
+  "workorder": "w", "class": "c", "objective": "o",
+  "decisions": {
+    "a": {"question": "A?", "allowed": ["x", "y"], "critical": true, "into": [{"node": "n", "pointer": "/a"}]},
+    "b": {"question": "B?", "schema": {"type": "integer"}, "critical": true, "into": [{"node": "n", "pointer": "/b"}]},
+    "d": {"question": "D?", "default": 1, "into": [{"node": "n", "pointer": "/d"}]}
+  },
+  "nodes": {"n": {"haygent": "h", "input": {}}}
+}`
+
+func parse(t *testing.T) *dag.WorkOrder {
+	t.Helper()
+	wo, err := dag.Parse([]byte(order))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wo.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	return wo
+}
+
+func appendEv(t *testing.T, st cas.Store, slot, op string, v any) {
+	t.Helper()
+	if _, err := belief.Append(context.Background(), st, belief.Event{Class: "c", Slot: slot, Op: op, Value: v,
+		Cause: belief.Cause{Kind: "person", Ref: "tester"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The log is a chain, oldest first, and reduces to what is bound now.
+func TestLogReduces(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	if log, err := belief.Log(ctx, st, "c"); err != nil || len(log) != 0 {
+		t.Fatalf("empty class: %v, %v", log, err)
+	}
+	appendEv(t, st, "a", belief.OpAssert, "x")
+	appendEv(t, st, "b", belief.OpAssert, int64(2))
+	appendEv(t, st, "a", belief.OpUpdate, "y")
+	appendEv(t, st, "b", belief.OpRetract, nil)
+	log, err := belief.Log(ctx, st, "c")
+	if err != nil || len(log) != 4 {
+		t.Fatalf("log: %d events, %v", len(log), err)
+	}
+	if log[0].Prior != nil || log[3].Prior == nil || log[3].Prior.Cid != log[2].CID {
+		t.Fatal("the events are not chained oldest first")
+	}
+	state := belief.Reduce(log)
+	if len(state) != 1 || state["a"].Value != "y" || state["a"].Event.CID != log[2].CID {
+		t.Fatalf("state %+v", state)
+	}
+	// Another class's head is not this class's log.
+	head, err := st.GetRef(ctx, belief.RefNamespace, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRef(ctx, belief.RefNamespace, "other", head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := belief.Log(ctx, st, "other"); !errors.Is(err, belief.ErrBadLog) {
+		t.Fatalf("a log of another class read as this one's: %v", err)
+	}
+}
+
+// Clarify takes what the state binds and the decision allows, defaults
+// what is not critical, and leaves the rest open; Answer checks.
+func TestClarify(t *testing.T) {
+	wo := parse(t)
+	st := memstore.New()
+	all, open := belief.Clarify(wo, nil)
+	if len(all) != 3 || len(open) != 2 || all[2].Source != belief.SourceDefault || all[2].Value != int64(1) {
+		t.Fatalf("nothing known: all %d, open %d, d %+v", len(all), len(open), all[2])
+	}
+	appendEv(t, st, "a", belief.OpAssert, "z") // no longer allowed
+	appendEv(t, st, "b", belief.OpAssert, int64(5))
+	log, err := belief.Log(context.Background(), st, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, open = belief.Clarify(wo, belief.Reduce(log))
+	if len(open) != 1 || open[0].Decision.Name != "a" || open[0].Note == "" {
+		t.Fatalf("a value the decision refuses must leave it open, with a note: %+v", open)
+	}
+	if all[1].Source != belief.SourceBelief || all[1].Value != int64(5) || !all[1].Event.Defined() {
+		t.Fatalf("b from the log: %+v", all[1])
+	}
+	if err := open[0].Answer("q", belief.SourceFile); err == nil {
+		t.Fatal("an answer outside the allowed values is taken")
+	}
+	if err := open[0].Answer("x", belief.SourceFile); err != nil || !open[0].Asked {
+		t.Fatal(err)
+	}
+	if err := wo.Bind(belief.Values(all)); err != nil {
+		t.Fatal(err)
+	}
+	in := wo.Nodes["n"].Input()
+	if in["a"] != "x" || in["b"] != int64(5) || in["d"] != int64(1) {
+		t.Fatalf("input after Bind: %v", in)
+	}
+}
+
+// Crystallize writes the asked answers the log lacks, and only those.
+func TestCrystallize(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	appendEv(t, st, "b", belief.OpAssert, int64(5))
+	used := []belief.Crystal{
+		{Slot: "a", Value: "x", Source: belief.SourceTerminal, Asked: true}, // new: assert
+		{Slot: "b", Value: int64(5), Source: belief.SourceFile, Asked: true}, // known: nothing
+		{Slot: "d", Value: int64(1), Source: belief.SourceDefault},           // a default: nothing
+	}
+	written, err := belief.Crystallize(ctx, st, "c", "run-1", used)
+	if err != nil || len(written) != 1 {
+		t.Fatalf("written %d, %v", len(written), err)
+	}
+	used[1].Value = int64(6) // a different answer than the log's: supersede
+	if written, err = belief.Crystallize(ctx, st, "c", "run-2", used); err != nil || len(written) != 1 {
+		t.Fatalf("written %d, %v", len(written), err)
+	}
+	log, _ := belief.Log(ctx, st, "c")
+	last := log[len(log)-1]
+	if last.Op != belief.OpSupersede || last.Slot != "b" || last.Cause.Ref != "run-2" || last.Cause.Source != belief.SourceFile {
+		t.Fatalf("last event %+v", last.Event)
+	}
+}
