@@ -119,7 +119,7 @@ func TestCrystallize(t *testing.T) {
 	st := memstore.New()
 	appendEv(t, st, "b", belief.OpAssert, int64(5))
 	used := []belief.Crystal{
-		{Slot: "a", Value: "x", Source: belief.SourceTerminal, Asked: true}, // new: assert
+		{Slot: "a", Value: "x", Source: belief.SourceTerminal, Asked: true},  // new: assert
 		{Slot: "b", Value: int64(5), Source: belief.SourceFile, Asked: true}, // known: nothing
 		{Slot: "d", Value: int64(1), Source: belief.SourceDefault},           // a default: nothing
 	}
