@@ -64,14 +64,14 @@ log (see 'hg belief'), so the next order of the class asks none of them.`,
 			if err != nil {
 				return err
 			}
-			if err := clarify(cmd.Context(), g, plan, answers, asJSON); err != nil {
-				return err
-			}
 			if dryRun {
 				for i, wave := range plan.WorkOrder.Waves() {
 					g.ui.printf("wave %d: %s\n", i+1, strings.Join(wave, " "))
 				}
 				return nil
+			}
+			if err := clarify(cmd.Context(), g, plan, answers, asJSON); err != nil {
+				return err
 			}
 			return runPlan(cmd.Context(), g, plan, runID, false, false, jobs, noCache, asJSON, adapterSpec, model, &remote)
 		},
