@@ -83,7 +83,13 @@ func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile 
 			asked++
 		}
 	}
-	if !asJSON {
+	if asJSON {
+		ds := []map[string]any{}
+		for _, d := range plan.Decisions {
+			ds = append(ds, map[string]any{"decision": d.Slot, "asked": d.Asked, "source": d.Source, "value": d.Value})
+		}
+		_ = g.ui.printJSON(map[string]any{"event": "clarified", "class": wo.Class, "asked": asked, "decisions": ds})
+	} else {
 		g.ui.printf("clarified %s of class %s: %d asked\n", plural(len(all), "decision"), wo.Class, asked)
 		for _, r := range all {
 			g.ui.printf("  %s\n", describeDecision(r.Decision.Name, r.Bound, r.Value, r.Source))
