@@ -137,3 +137,18 @@ func TestCrystallize(t *testing.T) {
 		t.Fatalf("last event %+v", last.Event)
 	}
 }
+
+// An answer is taken as it goes into the input: 7.0 is the integer 7.
+func TestAnswerNormalized(t *testing.T) {
+	_, open := belief.Clarify(parse(t), nil)
+	b := open[1]
+	if b.Decision.Name != "b" {
+		t.Fatalf("open %v", b.Decision.Name)
+	}
+	if err := b.Answer(7.0, belief.SourceTerminal); err != nil || b.Value != int64(7) {
+		t.Fatalf("7.0: %v, %#v", err, b.Value)
+	}
+	if err := b.Answer(map[string]any{"from": "n", "pointer": "/x"}, belief.SourceFile); err == nil {
+		t.Fatal("an answer shaped like a reference is taken")
+	}
+}

@@ -60,6 +60,7 @@ func Clarify(wo *dag.WorkOrder, state map[string]Binding) (all, open []*Resolved
 
 // Answer binds r to v, asked from source, if the decision allows v.
 func (r *Resolved) Answer(v any, source string) error {
+	v = cas.FromJSON(v) // as it goes into the input: 30.0 is 30
 	if err := r.Decision.Check(v); err != nil {
 		return err
 	}

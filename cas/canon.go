@@ -175,12 +175,18 @@ func buildStructPlan(t reflect.Type, building map[reflect.Type]*typePlan) (*type
 	building[t] = p
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous {
+			return nil, errNoPlan // the encoder promotes an embedded struct's fields
+		}
 		if !f.IsExported() {
+			if _, tagged := f.Tag.Lookup("cbor"); tagged {
+				return nil, errNoPlan // a "_" field's tag sets options for the whole struct
+			}
 			continue
 		}
 		tag, ok := f.Tag.Lookup("cbor")
-		if !ok || f.Anonymous {
-			return nil, errNoPlan // names or embedding the plan would have to guess
+		if !ok {
+			return nil, errNoPlan // a name the plan would have to guess
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "-" {
@@ -351,13 +357,17 @@ func (c *canonChecker) value(p *typePlan, depth int) error {
 	if major != wantMajor[p.kind] && !(p.kind == planInt && major == majorNegint) {
 		return fmt.Errorf("byte %d: want %s", start, kindNames[p.kind])
 	}
+	if deepContainer(major, depth) {
+		return errors.New("nested too deeply")
+	}
 	switch p.kind {
 	case planText:
 		return c.text(arg)
 	case planInt:
 		return c.integer(p, major, arg)
 	case planBool:
-		if arg != 20 && arg != 21 {
+		// One byte, f4 or f5: a simple value has no longer form.
+		if c.pos != start+1 || (arg != 20 && arg != 21) {
 			return fmt.Errorf("byte %d: want a boolean", start)
 		}
 		return nil
@@ -527,6 +537,9 @@ func (c *canonChecker) generic(depth int) error {
 	if err != nil {
 		return err
 	}
+	if deepContainer(major, depth) {
+		return errors.New("nested too deeply")
+	}
 	switch major {
 	case majorUint, majorNegint:
 		return nil
@@ -552,6 +565,13 @@ func (c *canonChecker) generic(depth int) error {
 }
 
 var anyPlan = &typePlan{kind: planAny, typ: anyType}
+
+// deepContainer reports whether an item of major type major at depth
+// would nest past maxDepth levels, as the decoder counts them: arrays and
+// maps, not the scalars and links inside the deepest of them.
+func deepContainer(major byte, depth int) bool {
+	return depth >= maxDepth && (major == majorArray || major == majorMap)
+}
 
 // outsideModel names the refusals by which a plan is stricter than the
 // re-encoding: in a field of type any, the decoder keeps tags, simple

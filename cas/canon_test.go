@@ -370,3 +370,73 @@ func TestDecoderCollectsLinks(t *testing.T) {
 		}
 	}
 }
+
+type boolOnly struct {
+	X bool `cbor:"x"`
+}
+
+type embedsUnexported struct {
+	canonInner
+	Y int64 `cbor:"y"`
+}
+
+type structOption struct {
+	_ struct{} `cbor:",toarray"`
+	Y int64    `cbor:"y"`
+}
+
+// A boolean is one byte, f4 or f5: the longer heads of simple values 20
+// and 21 are refused, as the re-encoding refuses them.
+func TestCanonicalPlanBooleans(t *testing.T) {
+	for _, c := range []struct {
+		item []byte
+		ok   bool
+	}{
+		{[]byte{0xf5}, true},
+		{[]byte{0xf4}, true},
+		{[]byte{0xf8, 0x15}, false},
+		{[]byte{0xf8, 0x14}, false},
+		{[]byte{0xf9, 0x00, 0x15}, false},
+		{[]byte{0xfa, 0, 0, 0, 0x15}, false},
+		{[]byte{0xfb, 0, 0, 0, 0, 0, 0, 0, 0x15}, false},
+	} {
+		data := append([]byte{0xa1, 0x61, 'x'}, c.item...)
+		var fast, slow boolOnly
+		errFast, errSlow := Unmarshal(data, &fast), unmarshalReencode(data, &slow)
+		if (errFast == nil) != c.ok || (errSlow == nil) != c.ok || (Check(data, &boolOnly{}) == nil) != c.ok {
+			t.Errorf("%x: plan %v, re-encoding %v; want ok = %v", c.item, errFast, errSlow, c.ok)
+		}
+	}
+}
+
+// Types whose encoding a struct's unexported parts change keep the
+// re-encoding.
+func TestNoPlanForStructOptions(t *testing.T) {
+	if planFor(&embedsUnexported{}) != nil || planFor(&structOption{}) != nil {
+		t.Fatal("a plan for a struct with an embedded struct or a \"_\" option field")
+	}
+}
+
+// Both paths accept 512 nested arrays or maps, with scalars and links
+// inside the deepest, and refuse 513.
+func TestCanonicalDepth(t *testing.T) {
+	link, err := Marshal(Link{Sum(Raw, []byte("l"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		levels int
+		leaf   []byte
+		ok     bool
+	}{
+		{512, []byte{0x01}, true}, {512, link, true}, {511, []byte{0x80}, true}, {512, []byte{0x80}, false},
+		{512, []byte{0xa0}, false}, {513, []byte{0x01}, false},
+	} {
+		raw := append(bytes.Repeat([]byte{0x81}, c.levels), c.leaf...)
+		_, errFast := DecodeNode(raw)
+		_, errSlow := decodeNodeReencode(raw)
+		if (errFast == nil) != c.ok || (errSlow == nil) != c.ok {
+			t.Errorf("%d levels around %x: plan %v, re-encoding %v; want ok = %v", c.levels, c.leaf, errFast, errSlow, c.ok)
+		}
+	}
+}

@@ -40,8 +40,13 @@ type Target struct {
 	Node, Pointer string
 }
 
-// Check reports why v is not an answer the decision allows, or nil.
+// Check reports why v is not an answer the decision allows, or nil. No
+// answer may hold an object shaped like a reference ({"from", "pointer"}):
+// in an input it would be read as one.
 func (d *Decision) Check(v any) error {
+	if hasRef(v) {
+		return fmt.Errorf("%s holds an object shaped like a reference ({\"from\", \"pointer\"}), which an input would read as one", FormatValue(v))
+	}
 	if len(d.Allowed) > 0 && !slices.ContainsFunc(d.Allowed, func(a any) bool { return sameValue(a, v) }) {
 		return fmt.Errorf("%s is not one of %s", FormatValue(v), FormatValues(d.Allowed))
 	}
@@ -55,6 +60,28 @@ func (d *Decision) Check(v any) error {
 		}
 	}
 	return nil
+}
+
+// hasRef reports whether v holds a map shaped like a reference.
+func hasRef(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if isRefShape(x) {
+			return true
+		}
+		for _, e := range x {
+			if hasRef(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasRef(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameValue reports whether two data-model values are equal, as their
@@ -142,16 +169,16 @@ func setAt(doc map[string]any, pointer string, v any) error {
 	var parent any = doc
 	for _, tok := range tokens[:len(tokens)-1] {
 		m, ok := parent.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%q: not inside an object", tok)
+		if !ok || isRefShape(m) {
+			return fmt.Errorf("%q: not inside an object of the input", tok)
 		}
 		if parent, ok = m[tok]; !ok {
 			return fmt.Errorf("no member %q", tok)
 		}
 	}
 	m, ok := parent.(map[string]any)
-	if !ok {
-		return fmt.Errorf("the parent of %q is not an object", tokens[len(tokens)-1])
+	if !ok || isRefShape(m) {
+		return fmt.Errorf("the parent of %q is not an object of the input (a reference is not one)", tokens[len(tokens)-1])
 	}
 	m[tokens[len(tokens)-1]] = cas.FromJSON(v)
 	return nil

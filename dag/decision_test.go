@@ -1,9 +1,13 @@
 package dag_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ipfs/go-cid"
+
+	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 )
 
@@ -77,4 +81,56 @@ func hasProblem(err error, field, msg string) bool {
 		}
 	}
 	return false
+}
+
+// An answer shaped like a reference would be read as one: refused, and so
+// is a place inside a reference.
+func TestDecisionsAndReferences(t *testing.T) {
+	wo, err := dag.Parse([]byte(`{"workorder": "w", "objective": "o",
+	  "decisions": {"cfg": {"question": "Q", "critical": true, "into": [{"node": "n", "pointer": "/v/cfg"}]}},
+	  "nodes": {"up": {"haygent": "h"}, "n": {"haygent": "h", "needs": ["up"], "input": {"v": {}, "r": {"from": "up", "pointer": "/x"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := wo.Decisions["cfg"]
+	for _, v := range []any{
+		map[string]any{"from": "up", "pointer": "/x"},
+		[]any{int64(1), map[string]any{"a": map[string]any{"from": "up", "pointer": "/x"}}},
+	} {
+		if err := d.Check(v); err == nil || !strings.Contains(err.Error(), "shaped like a reference") {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	if err := d.Check(map[string]any{"from": "up"}); err != nil {
+		t.Errorf("an object with one of the two keys: %v", err)
+	}
+	wo2, err := dag.Parse([]byte(`{"workorder": "w", "objective": "o",
+	  "decisions": {"cfg": {"question": "Q", "into": [{"node": "n", "pointer": "/r/into"}]}},
+	  "nodes": {"up": {"haygent": "h"}, "n": {"haygent": "h", "needs": ["up"], "input": {"r": {"from": "up", "pointer": "/x"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wo2.Validate(nil); !hasProblem(err, "decisions/cfg/into/0/pointer", "reference") {
+		t.Fatalf("a place inside a reference: %v", err)
+	}
+}
+
+// outcome.mandatory is kept in the stored Work Order, so that resuming or
+// verifying a run applies the same gate.
+func TestMandatoryStored(t *testing.T) {
+	wo, err := dag.Parse([]byte(`{"workorder": "w", "objective": "o",
+	  "nodes": {"a": {"haygent": "h"}, "b": {"haygent": "h"}},
+	  "outcome": {"require": ["a"], "mandatory": ["b"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := cas.Sum(cas.DagCBOR, []byte("pkg"))
+	obj, err := wo.Object(map[string]cid.Cid{"h": pkg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := dag.FromObject(obj)
+	if err != nil || !slices.Equal(back.Mandatory, []string{"b"}) {
+		t.Fatalf("mandatory after a round trip: %v, %v", back.Mandatory, err)
+	}
 }

@@ -34,6 +34,8 @@ type ObjectNode struct {
 // Outcome is the outcome of an [Object].
 type Outcome struct {
 	Require []string `cbor:"require"` // sorted, no duplicates; empty means every node
+	// Mandatory lists, sorted, the nodes outcome.mandatory names.
+	Mandatory []string `cbor:"mandatory,omitempty"`
 }
 
 // Object builds the stored form of the Work Order. pkgs maps each Haygent
@@ -42,12 +44,16 @@ type Outcome struct {
 // directory. Inputs are deep copies. Object refuses a path with no defined
 // CID; it checks nothing else, so Validate first.
 func (w *WorkOrder) Object(pkgs map[string]cid.Cid) (Object, error) {
+	var mandatory []string // nil when empty, as a decoded object has it
+	if len(w.Mandatory) > 0 {
+		mandatory = sortedSet(w.Mandatory)
+	}
 	o := Object{
 		Type:      TypeWorkOrder,
 		WorkOrder: w.Name,
 		Objective: w.Objective,
 		Nodes:     make([]ObjectNode, 0, len(w.Nodes)),
-		Outcome:   Outcome{Require: sortedSet(w.Require)},
+		Outcome:   Outcome{Require: sortedSet(w.Require), Mandatory: mandatory},
 	}
 	for _, name := range sortedKeys(w.Nodes) {
 		n := w.Nodes[name]
@@ -88,6 +94,7 @@ func FromObject(o Object) (*WorkOrder, error) {
 		Objective: o.Objective,
 		Nodes:     make(map[string]*Node, len(o.Nodes)),
 		Require:   slices.Clone(o.Outcome.Require),
+		Mandatory: slices.Clone(o.Outcome.Mandatory),
 	}
 	for i, n := range o.Nodes {
 		if !ValidName(n.Name) {
