@@ -51,7 +51,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 
 # demo: a tree round trip, a Work Order and its report, the run verified
-# from a bundle alone, and a replay.
+# from a bundle alone, a replay, and decisions asked once per task class.
 demo: build
 	@sh ./scripts/demo.sh $(BIN)
 

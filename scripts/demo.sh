@@ -55,3 +55,14 @@ mkdir elsewhere
 
 step "and the same inputs do the same work again (hg replay)"
 "$hg" replay demo-run
+
+step "decisions are asked before anything runs (exit 5), then remembered for the task class (hg run, hg belief)"
+set +e
+"$hg" run "$src/fixtures/workorders/release.json" </dev/null
+code=$?
+set -e
+[ "$code" = 5 ] || { echo "expected exit 5, got $code"; exit 1; }
+echo '{"platform": "linux", "channel": "beta", "retention": 30}' > answers.json
+"$hg" run --run-id run-release --answers answers.json "$src/fixtures/workorders/release.json"
+"$hg" run --run-id run-hotfix "$src/fixtures/workorders/release-hotfix.json" </dev/null
+"$hg" belief log release
