@@ -98,7 +98,7 @@ func Crystallize(ctx context.Context, st cas.Store, class, run string, decisions
 		}
 		op := OpAssert
 		if b, ok := state[d.Slot]; ok {
-			if sameValue(b.Value, d.Value) {
+			if dag.SameValue(b.Value, d.Value) {
 				continue
 			}
 			op = OpSupersede
@@ -119,10 +119,4 @@ type Crystal struct {
 	Value  any
 	Source string
 	Asked  bool
-}
-
-func sameValue(a, b any) bool {
-	ea, err1 := cas.EncodeNode(a)
-	eb, err2 := cas.EncodeNode(b)
-	return err1 == nil && err2 == nil && string(ea) == string(eb)
 }

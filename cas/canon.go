@@ -307,15 +307,21 @@ func (c *canonChecker) integer(p *typePlan, major byte, arg uint64) error {
 	if !c.full {
 		return nil
 	}
-	bits := p.typ.Bits()
-	switch p.typ.Kind() {
+	return intFits(p.typ, major, arg)
+}
+
+// intFits reports why the integer of major type major (unsigned or
+// negative) and argument arg does not fit t, an integer type, or nil.
+func intFits(t reflect.Type, major byte, arg uint64) error {
+	bits := t.Bits()
+	switch t.Kind() {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if major == majorNegint || (bits < 64 && arg >= 1<<bits) {
-			return fmt.Errorf("integer out of the range of %s", p.typ)
+			return fmt.Errorf("integer out of the range of %s", t)
 		}
 	default:
 		if arg > 1<<(bits-1)-1 {
-			return fmt.Errorf("integer out of the range of %s", p.typ)
+			return fmt.Errorf("integer out of the range of %s", t)
 		}
 	}
 	return nil

@@ -260,6 +260,27 @@ func FuzzCanonicalPlan(f *testing.F) {
 	})
 }
 
+// decodeNodeReencode is DecodeNode as it was, by decoding and encoding
+// again: the reference the rules of DAG-CBOR are tested against.
+func decodeNodeReencode(data []byte) (any, error) {
+	var v any
+	if err := decMode.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	n, err := fromCBOR(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	again, err := EncodeNode(n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	if !bytes.Equal(again, data) {
+		return nil, fmt.Errorf("%w: encoding differs from the canonical one", ErrNotCanonical)
+	}
+	return n, nil
+}
+
 // DecodeNode, which checks against the rules of DAG-CBOR, and decoding
 // then encoding again give the same verdict and the same value, on every
 // one-byte change of some nodes.

@@ -318,26 +318,6 @@ func DecodeNode(data []byte) (any, error) {
 	return v, nil
 }
 
-// decodeNodeReencode is DecodeNode by decoding and encoding again.
-func decodeNodeReencode(data []byte) (any, error) {
-	var v any
-	if err := decMode.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
-	}
-	n, err := fromCBOR(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
-	}
-	again, err := EncodeNode(n)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonical, err)
-	}
-	if !bytes.Equal(again, data) {
-		return nil, fmt.Errorf("%w: encoding differs from the canonical one", ErrNotCanonical)
-	}
-	return n, nil
-}
-
 var (
 	minUint64Neg = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64)) // -2^64
 	maxUint64    = new(big.Int).SetUint64(math.MaxUint64)

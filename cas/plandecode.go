@@ -3,7 +3,6 @@ package cas
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"math/big"
 	"reflect"
@@ -152,25 +151,17 @@ func (d *planDecoder) structFields(p *typePlan, n uint64, v reflect.Value) error
 
 // integer sets v, of any integer kind, refusing a value out of its range.
 func (d *planDecoder) integer(major byte, arg uint64, v reflect.Value) error {
-	switch v.Kind() {
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		if major == majorNegint || v.OverflowUint(arg) {
-			return fmt.Errorf("integer out of the range of %s", v.Type())
-		}
+	if err := intFits(v.Type(), major, arg); err != nil {
+		return err
+	}
+	switch {
+	case v.CanUint():
 		v.SetUint(arg)
-		return nil
+	case major == majorNegint:
+		v.SetInt(-1 - int64(arg))
+	default:
+		v.SetInt(int64(arg))
 	}
-	if arg > math.MaxInt64 {
-		return fmt.Errorf("integer out of the range of %s", v.Type())
-	}
-	i := int64(arg)
-	if major == majorNegint {
-		i = -1 - i
-	}
-	if v.OverflowInt(i) {
-		return fmt.Errorf("integer out of the range of %s", v.Type())
-	}
-	v.SetInt(i)
 	return nil
 }
 
@@ -178,10 +169,7 @@ func (d *planDecoder) integer(major byte, arg uint64, v reflect.Value) error {
 func (d *planDecoder) link(l *Link) error {
 	d.head() // tag 42
 	_, n := d.head()
-	b := d.bytes(n)
-	if len(b) == 0 || b[0] != 0 {
-		return fmt.Errorf("link without the 0x00 multibase prefix: %w", ErrBadCID)
-	}
+	b := d.bytes(n) // the check has found 0x00 and at least one byte after it
 	c, err := internCID(b[1:], d.links)
 	if err != nil {
 		return err

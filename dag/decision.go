@@ -47,7 +47,7 @@ func (d *Decision) Check(v any) error {
 	if hasRef(v) {
 		return fmt.Errorf("%s holds an object shaped like a reference ({\"from\", \"pointer\"}), which an input would read as one", FormatValue(v))
 	}
-	if len(d.Allowed) > 0 && !slices.ContainsFunc(d.Allowed, func(a any) bool { return sameValue(a, v) }) {
+	if len(d.Allowed) > 0 && !slices.ContainsFunc(d.Allowed, func(a any) bool { return SameValue(a, v) }) {
 		return fmt.Errorf("%s is not one of %s", FormatValue(v), FormatValues(d.Allowed))
 	}
 	if d.Schema != nil {
@@ -84,9 +84,9 @@ func hasRef(v any) bool {
 	return false
 }
 
-// sameValue reports whether two data-model values are equal, as their
+// SameValue reports whether two data-model values are equal, as their
 // canonical encodings are.
-func sameValue(a, b any) bool {
+func SameValue(a, b any) bool {
 	ea, err1 := cas.EncodeNode(a)
 	eb, err2 := cas.EncodeNode(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)

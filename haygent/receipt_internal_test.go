@@ -106,8 +106,8 @@ func TestCIDSet(t *testing.T) {
 		if i%3 == 0 {
 			s.add(c) // again: no second entry
 		}
-		if s.len() != len(want) {
-			t.Fatalf("%d: len %d, want %d", i, s.len(), len(want))
+		if n := len(s.list) + len(s.m); n != len(want) {
+			t.Fatalf("%d: %d entries, want %d", i, n, len(want))
 		}
 		for w := range want {
 			if !s.has(w) || !s.hasKey([]byte(w.KeyString())) {

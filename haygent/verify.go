@@ -439,13 +439,6 @@ func (s *cidSet) add(c cid.Cid) {
 	}
 }
 
-func (s *cidSet) len() int {
-	if s.m != nil {
-		return len(s.m)
-	}
-	return len(s.list)
-}
-
 func (vr *verifier) markBad(c cid.Cid, why string) {
 	if _, ok := vr.bad[c]; !ok {
 		vr.badOrder = append(vr.badOrder, c)

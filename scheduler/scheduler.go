@@ -1278,13 +1278,12 @@ func (e *execution) settle(ctx context.Context) (*Record, error) {
 			}
 		}
 	}
-	stuck := stuckNodes(e.rec.Nodes, e.plan.WorkOrder)
 	held, reason := outcome(e.rec.Nodes, e.plan.WorkOrder)
 	switch {
 	case held:
 		e.rec.Status, e.rec.Reason = StatusDone, reason
 	case ctx.Err() != nil:
-		e.rec.Status, e.rec.Reason = StatusCancelled, "cancelled: "+strings.Join(stuck, ", ")
+		e.rec.Status, e.rec.Reason = StatusCancelled, "cancelled: "+strings.Join(stuckNodes(e.rec.Nodes, e.plan.WorkOrder), ", ")
 	default:
 		e.rec.Status, e.rec.Reason = StatusHalted, reason
 	}
