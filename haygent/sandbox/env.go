@@ -45,9 +45,11 @@ func DefaultEnv(extra map[string]string) map[string]string {
 type nsMode int
 
 const (
-	nsNone    nsMode = iota
-	nsNet            // a new network namespace
-	nsUserNet        // a new network namespace in a new user namespace
+	nsNone         nsMode = iota
+	nsNet                 // a new network namespace
+	nsUserNet             // a new network namespace in a new user namespace
+	nsConfined            // new PID, mount and network namespaces
+	nsUserConfined        // new PID, mount and network namespaces in a new user namespace
 )
 
 func (m nsMode) isolation() []string {
@@ -56,6 +58,10 @@ func (m nsMode) isolation() []string {
 		return []string{"netns"}
 	case nsUserNet:
 		return []string{"netns", "userns"}
+	case nsConfined:
+		return []string{"pidns", "mntns", "procfs", "netns", "ipcns", "utsns"}
+	case nsUserConfined:
+		return []string{"userns", "pidns", "mntns", "procfs", "netns", "ipcns", "utsns"}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ const PipeGrace = 2 * time.Second
 // ErrNoIsolation is returned, wrapped with the reason, when
 // [Spec.NoNetwork] is set, no network namespace can be created, and
 // [Spec.AllowUnisolated] is not set.
-var ErrNoIsolation = errors.New("sandbox: network isolation unavailable")
+var ErrNoIsolation = errors.New("sandbox: isolation unavailable")
 
 // ErrInvalidSpec is returned, wrapped with the reason, for a [Spec] that
 // cannot describe a run: empty argv, a missing or relative Dir, a bad
@@ -77,6 +77,26 @@ type Spec struct {
 	// too: a Result's Stdout and Stderr are never longer.
 	MaxOutput int64
 
+	// Confine runs the command confined, as the package documentation
+	// says (Confinement): in new user, PID, mount, IPC, UTS and network
+	// namespaces with a fresh /proc, and under Landlock, reading only
+	// [SystemReadPaths], Read, Dir and Write, and writing only Dir and
+	// Write. Its network is a namespace of its own whose only way out is
+	// a proxy that asks NetCheck (nil: no way out). Where this cannot be
+	// had in whole, Run fails with [ErrNoIsolation] unless
+	// AllowUnisolated is set; then it runs with what can be had and
+	// [Result.Limitations] says what was missing. NoNetwork is implied.
+	Confine bool
+
+	// Read and Write are absolute paths of hierarchies a confined
+	// command may also read (and execute), and also write. Paths that do
+	// not exist are skipped.
+	Read, Write []string
+
+	// NetCheck, for a confined command, decides each connection it asks
+	// its proxy for; nil means the command has no network at all.
+	NetCheck NetCheck
+
 	// Secrets are values, normally some of Env's, that must not appear in
 	// the captured output: Run passes Stdout and Stderr through [Redact]
 	// with them, cutting at the cap so that no partial value survives.
@@ -112,6 +132,9 @@ type Result struct {
 	// Isolation lists what was in force, in this order: "scrubbed-env",
 	// "new-session", "timeout", "netns", "userns".
 	Isolation []string
+	// NetDenials are the connections a confined command's proxy refused,
+	// in the order asked.
+	NetDenials []NetDenial
 	// Limitations lists, in words, protections that were asked for or
 	// normally hold but were missing in this run: a network namespace
 	// that could not be had (only with AllowUnisolated), or a process
@@ -148,7 +171,24 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Isolation = append(res.Isolation, "timeout")
 	}
 	mode := nsNone
-	if s.NoNetwork {
+	var conf *confinement
+	if s.Confine {
+		c, reason := confineMode()
+		missing := c.missing()
+		if len(missing) > 0 && !s.AllowUnisolated {
+			return res, fmt.Errorf("%w: %s (%s)", ErrNoIsolation, strings.Join(missing, "; "), reason)
+		}
+		for _, m := range missing {
+			res.Limitations = append(res.Limitations, "unisolated: "+m)
+		}
+		res.Isolation = append(res.Isolation, c.isolation()...)
+		if c.mode != nsNone || c.abi > 0 {
+			conf = &c
+		}
+		if s.NetCheck != nil && !c.hasNetns() {
+			res.Limitations = append(res.Limitations, "network grants not enforced: the command ran with the host's network")
+		}
+	} else if s.NoNetwork {
 		var reason string
 		mode, reason = netnsMode()
 		switch {
@@ -177,19 +217,42 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	stdout := &capture{keep: limit + int64(slack)}
 	stderr := &capture{keep: limit + int64(slack)}
 
-	cmd := &exec.Cmd{
-		Path:        res.Path,
-		Args:        slices.Clone(s.Argv),
-		Dir:         s.Dir,
-		Env:         env,
-		SysProcAttr: sysProcAttr(mode),
-	}
 	var closers []*os.File // parent ends, closed on every path out
 	defer func() {
 		for _, f := range closers {
 			f.Close()
 		}
 	}()
+	var (
+		cmd      *exec.Cmd
+		confined *confinedRun
+		px       *proxy
+	)
+	if conf != nil {
+		var bridge string
+		if s.NetCheck != nil && conf.hasNetns() {
+			if px, err = newProxy(s.NetCheck); err != nil {
+				return res, fmt.Errorf("sandbox: network proxy: %w", err)
+			}
+			defer func() { res.NetDenials = px.close() }()
+			bridge = px.sock
+			res.Isolation = append(res.Isolation, "net-proxy")
+			env = withProxyEnv(env)
+		}
+		if confined, err = startConfined(*conf, s, res.Path, env, bridge); err != nil {
+			return res, err
+		}
+		closers = append(closers, confined.status)
+		cmd = confined.cmd
+	} else {
+		cmd = &exec.Cmd{
+			Path:        res.Path,
+			Args:        slices.Clone(s.Argv),
+			Dir:         s.Dir,
+			Env:         env,
+			SysProcAttr: sysProcAttr(mode),
+		}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return res, fmt.Errorf("sandbox: %w", err)
@@ -220,6 +283,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	err = cmd.Start()
 	for _, f := range childEnds {
 		f.Close()
+	}
+	if confined != nil {
+		confined.started()
 	}
 	if err != nil {
 		res.Started = time.Time{}
@@ -286,6 +352,17 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	ps := cmd.ProcessState
 	if ps == nil {
 		return res, fmt.Errorf("sandbox: wait %s: %w", res.Path, waitErr)
+	}
+	if confined != nil {
+		cr, note, err := confined.done()
+		if err != nil {
+			return res, err
+		}
+		res.ExitCode, res.Signal = cr.code, cr.signal
+		if note != "" && int64(len(res.Stderr)+len(note)) <= limit {
+			res.Stderr = append(res.Stderr, note...)
+		}
+		return res, ctxErr
 	}
 	res.ExitCode = ps.ExitCode()
 	if ws, ok := ps.Sys().(interface {

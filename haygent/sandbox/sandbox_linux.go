@@ -23,8 +23,13 @@ func sysProcAttr(m nsMode) *syscall.SysProcAttr {
 	switch m {
 	case nsNet:
 		a.Cloneflags = syscall.CLONE_NEWNET
-	case nsUserNet:
+	case nsConfined:
+		a.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+	case nsUserNet, nsUserConfined:
 		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		if m == nsUserConfined {
+			a.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		}
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	}
