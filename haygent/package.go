@@ -15,6 +15,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/gate"
 	"github.com/haygent/hg/haygent/perm"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -161,7 +162,9 @@ func Load(dir string) (*Package, error) {
 	p := &Package{Dir: dir, Prompts: map[string]string{}}
 	var probs []Problem
 	add := func(file, format string, args ...any) {
-		probs = append(probs, Problem{File: file, Message: fmt.Sprintf(format, args...)})
+		// A message quotes names from the package: escaped, it prints as
+		// one line of visible text.
+		probs = append(probs, Problem{File: file, Message: textsafe.Escape(fmt.Sprintf(format, args...))})
 	}
 	readJSON := func(file string, v any) bool {
 		data, err := os.ReadFile(filepath.Join(dir, file))
@@ -244,6 +247,7 @@ func Load(dir string) (*Package, error) {
 		}
 		p.Prompts[name] = string(text)
 	}
+	checkNames(p, add)
 	if len(probs) > 0 {
 		return p, &ProblemsError{Dir: dir, Problems: probs}
 	}
@@ -365,8 +369,8 @@ func checkSpine(p *Package, add func(string, string, ...any)) {
 	seen := map[string]bool{}
 	for i, s := range p.Spine.Steps {
 		where := fmt.Sprintf("step %d (%q)", i, s.ID)
-		if s.ID == "" || strings.ContainsAny(s.ID, " /:") {
-			add(f, "%s: id must be a non-empty word", where)
+		if why := checkIdent(s.ID, ""); why != "" {
+			add(f, "%s: id %q %s", where, s.ID, why)
 		}
 		if seen[s.ID] {
 			add(f, "%s: duplicate id", where)
