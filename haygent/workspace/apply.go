@@ -42,6 +42,12 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // Denials carry the operation write:file:PATH (delete:file:PATH for a
 // Delete) and the rule that decided.
 //
+// A change of any kind to a path inside an hg store is always denied
+// ([RuleStore]), whatever set allows: a path with a segment named
+// [StoreDirName], or inside one of stores (paths of store directories,
+// see [NewFence]) that lies in dst, by its name or because a directory on
+// its way in dst is that store.
+//
 // Before it changes anything, Apply checks every allowed change against
 // dst: a Modify or Delete needs the file there to have the Before digest
 // (a Delete of a file already gone is done), and a Create needs nothing or
@@ -59,13 +65,29 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // bits, and renamed into place; directories are made as needed (0755). An
 // error stops Apply and is returned with the changes made so far. A change
 // made to dst between the check and the write is not detected.
-func Apply(changes Changes, scratch string, dst string, set *perm.Set) (applied []Change, denied []perm.Denial, err error) {
+func Apply(changes Changes, scratch string, dst string, set *perm.Set, stores ...string) (applied []Change, denied []perm.Denial, err error) {
 	if err := validate(changes); err != nil {
 		return nil, nil, err
 	}
+	fence, err := NewFence(dst, stores...)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := os.OpenRoot(dst)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Close()
 	var allowed []Change
 	for _, c := range changes {
 		op := perm.Op{Verb: perm.VerbWrite, Kind: perm.KindFile, Target: c.Path}
+		if c.Kind == Delete {
+			op.Verb = perm.VerbDelete
+		}
+		if p, err := perm.CleanPath(c.Path); err == nil && fence.blocks(out, p) {
+			denied = append(denied, perm.Denial{Op: op, Rule: RuleStore})
+			continue
+		}
 		switch c.Kind {
 		case Symlink:
 			denied = append(denied, perm.Denial{Op: op, Rule: RuleSymlink})
@@ -73,8 +95,6 @@ func Apply(changes Changes, scratch string, dst string, set *perm.Set) (applied 
 		case Special:
 			denied = append(denied, perm.Denial{Op: op, Rule: RuleSpecial})
 			continue
-		case Delete:
-			op.Verb = perm.VerbDelete
 		}
 		if d := set.Check(op); !d.Allowed {
 			denied = append(denied, perm.Denial{Op: op, Rule: d.Rule})
@@ -89,11 +109,6 @@ func Apply(changes Changes, scratch string, dst string, set *perm.Set) (applied 
 		return nil, denied, err
 	}
 	defer src.Close()
-	out, err := os.OpenRoot(dst)
-	if err != nil {
-		return nil, denied, err
-	}
-	defer out.Close()
 
 	// Check every allowed change against dst before making any.
 	deleting := map[string]bool{}

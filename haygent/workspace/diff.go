@@ -47,7 +47,9 @@ type Changes []Change
 // directory holds, Creates); a copied file replaced by a symbolic link is
 // one Symlink change with Before set. Directories themselves, empty or
 // not, are not changes. Diff walks dir through an [os.Root] and never
-// follows a symbolic link.
+// follows a symbolic link. Files a step made inside a path that belongs
+// to an hg store (see [Fence]) are listed like any others, so that
+// [Apply] denies them and the denials are recorded.
 func Diff(before *Manifest, dir string) (Changes, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {

@@ -25,10 +25,10 @@
 //
 // A step runs in a scratch directory, not in the workspace:
 //
-//	m, err := workspace.Scratch(src, set, tmp)   // copy what set may read
+//	m, err := workspace.Scratch(src, set, tmp, store)   // copy what set may read
 //	... run the step in tmp ...
-//	ch, err := workspace.Diff(m, tmp)            // what it created, modified, deleted
-//	done, denied, err := workspace.Apply(ch, tmp, src, set)
+//	ch, err := workspace.Diff(m, tmp)                   // what it created, modified, deleted
+//	done, denied, err := workspace.Apply(ch, tmp, src, set, store)
 //
 // [Scratch] copies only the regular files the read grants allow and
 // records each one's sha256, size and permission bits in a [Manifest].
@@ -44,6 +44,19 @@
 //
 // Digests are lower-case hex sha256 strings, the before and after of each
 // change, ready to be recorded as evidence.
+//
+// # hg stores
+//
+// A workspace may hold an hg store: 'hg init' in a project makes
+// .haygent/ there, with the runner's signing key and the keys the store
+// trusts. No step sees or changes a store, whatever its grants: [Scratch]
+// copies none, [Workspace] refuses every operation inside one, and
+// [Apply] denies every change to one, with [RuleStore]. A store is any
+// directory named [StoreDirName] at any depth, and any store directory
+// the caller names (Scratch, Apply and Open take their paths; see
+// [NewFence]), known by its path and by its identity. [Diff] lists the
+// changes a step made in such a path, so that Apply denies them and the
+// denials are recorded.
 //
 // # Limits
 //

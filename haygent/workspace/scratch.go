@@ -43,7 +43,16 @@ type Manifest struct {
 // readable, and so are named pipes, sockets and devices. Directories that
 // no read grant could reach into are not entered, nor dst itself should it
 // lie inside src.
-func Scratch(src string, set *perm.Set, dst string) (*Manifest, error) {
+//
+// No hg store is copied, whatever set allows: no directory named
+// [StoreDirName] at any depth, and none of stores (paths of store
+// directories, see [NewFence]) that lies inside src. They are not
+// recorded in the manifest either.
+func Scratch(src string, set *perm.Set, dst string, stores ...string) (*Manifest, error) {
+	fence, err := NewFence(src, stores...)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -73,15 +82,16 @@ func Scratch(src string, set *perm.Set, dst string) (*Manifest, error) {
 		return nil, err
 	}
 	descend := func(rel string) bool {
-		if !set.MayMatchUnder(perm.VerbRead, rel) {
+		if !set.MayMatchUnder(perm.VerbRead, rel) || fence.Holds(rel) {
 			return false
 		}
-		// Never copy the scratch directory into itself.
+		// Never copy the scratch directory into itself, nor a store
+		// reached by another name.
 		fi, err := srcRoot.Lstat(rel)
-		return err != nil || !os.SameFile(fi, self)
+		return err != nil || !os.SameFile(fi, self) && !fence.IsStore(fi)
 	}
 	err = walk(srcRoot, ".", descend, func(e entry) error {
-		if !set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: e.rel}).Allowed {
+		if fence.Holds(e.rel) || !set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: e.rel}).Allowed {
 			return nil
 		}
 		if !e.mode.IsRegular() {

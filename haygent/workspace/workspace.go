@@ -34,22 +34,30 @@ const (
 // refuses (absolute, "..", backslash, NUL) and a path that would follow a
 // symbolic link are denied: the method returns a [*perm.DeniedError] and
 // the denial is appended to [Workspace.Denials]. The os.Root keeps every
-// operation inside the directory in any case.
+// operation inside the directory in any case. So is every operation on a
+// path inside an hg store, whatever the set allows ([RuleStore]).
 type Workspace struct {
-	root *os.Root
-	set  *perm.Set
+	root  *os.Root
+	set   *perm.Set
+	fence *Fence
 
 	mu      sync.Mutex
 	denials []perm.Denial
 }
 
-// Open opens the directory dir as a workspace governed by set.
-func Open(dir string, set *perm.Set) (*Workspace, error) {
+// Open opens the directory dir as a workspace governed by set. Every
+// directory named [StoreDirName] in it, and each of stores (paths of store
+// directories, see [NewFence]) that lies inside it, is out of reach.
+func Open(dir string, set *perm.Set, stores ...string) (*Workspace, error) {
+	fence, err := NewFence(dir, stores...)
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{root: root, set: set}, nil
+	return &Workspace{root: root, set: set, fence: fence}, nil
 }
 
 // Close releases the directory.
@@ -74,6 +82,9 @@ func (w *Workspace) deny(op perm.Op, rule string) error {
 // error.
 func (w *Workspace) check(verb, rel string) (string, perm.Op, error) {
 	op := perm.Op{Verb: verb, Kind: perm.KindFile, Target: rel}
+	if p, err := perm.CleanPath(rel); err == nil && w.fence.blocks(w.root, p) {
+		return "", op, w.deny(op, RuleStore)
+	}
 	if d := w.set.Check(op); !d.Allowed {
 		return "", op, w.deny(op, d.Rule)
 	}
@@ -195,19 +206,29 @@ func (w *Workspace) Remove(rel string) error {
 
 // List returns, sorted, the paths of the regular files beneath the
 // directory dir ("." for all) that read:file allows. Files it may not read
-// are left out silently, without a denial; symbolic links are neither
-// listed nor followed. A dir that [perm.CleanPath] refuses, or that goes
-// through a symbolic link, is denied.
+// are left out silently, without a denial, and so is every hg store;
+// symbolic links are neither listed nor followed. A dir that
+// [perm.CleanPath] refuses, that goes through a symbolic link, or that is
+// inside a store, is denied.
 func (w *Workspace) List(dir string) ([]string, error) {
 	op := perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: dir}
 	p, err := perm.CleanPath(dir)
 	if err != nil {
 		return nil, w.deny(op, w.set.Check(op).Rule)
 	}
+	if w.fence.blocks(w.root, p) {
+		return nil, w.deny(op, RuleStore)
+	}
 	var out []string
-	descend := func(rel string) bool { return w.set.MayMatchUnder(perm.VerbRead, rel) }
+	descend := func(rel string) bool {
+		if !w.set.MayMatchUnder(perm.VerbRead, rel) || w.fence.Holds(rel) {
+			return false
+		}
+		fi, err := w.root.Lstat(rel)
+		return err != nil || !w.fence.IsStore(fi)
+	}
 	err = walk(w.root, p, descend, func(e entry) error {
-		if e.mode.IsRegular() && w.set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: e.rel}).Allowed {
+		if e.mode.IsRegular() && !w.fence.Holds(e.rel) && w.set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: e.rel}).Allowed {
 			out = append(out, e.rel)
 		}
 		return nil

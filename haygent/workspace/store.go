@@ -1,0 +1,151 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// StoreDirName is the name of the directory 'hg init' makes a store in.
+// Every directory of that name in a workspace, at any depth and in any
+// letter case, is taken for an hg store.
+const StoreDirName = ".haygent"
+
+// RuleStore: the path is an hg store or lies inside one. No step sees a
+// store or changes it, whatever the grants say: a store holds the
+// runner's signing key and the keys it trusts.
+const RuleStore = "inside an hg store"
+
+// Fence says which paths of one workspace belong to an hg store: every
+// directory named [StoreDirName] at any depth, and the store directories
+// it was made with that lie inside the workspace. A nil *Fence fences the
+// directories named StoreDirName only.
+type Fence struct {
+	all    bool          // the workspace itself is, or is inside, a store
+	stores []string      // store directories inside the workspace, cleaned, slash-separated
+	ids    []fs.FileInfo // the same directories, to know them by identity under any name
+}
+
+// NewFence returns the fence of the workspace dir. stores are the paths
+// of hg store directories (absolute, or relative to the working
+// directory) to keep out besides those named StoreDirName; empty strings
+// and stores that do not exist are ignored, and so are stores outside
+// dir, which no step reaches through the workspace. A workspace that is a
+// store or lies inside one is fenced whole. Paths are compared after
+// symbolic links are resolved.
+func NewFence(dir string, stores ...string) (*Fence, error) {
+	f := &Fence{}
+	ws, err := resolve(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stores {
+		if s == "" {
+			continue
+		}
+		real, err := resolve(s)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		if rel, err := filepath.Rel(real, ws); err == nil && !up(rel) {
+			f.all = true // the workspace is the store or inside it
+		}
+		rel, err := filepath.Rel(ws, real)
+		if err != nil || up(rel) {
+			continue
+		}
+		f.stores = append(f.stores, filepath.ToSlash(rel))
+		f.ids = append(f.ids, fi)
+	}
+	return f, nil
+}
+
+// resolve returns p absolute, its symbolic links resolved.
+func resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// up reports whether a relative path from filepath.Rel leaves its base.
+func up(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// Holds reports whether rel (workspace-relative, cleaned, slash-separated)
+// is a store or lies inside one, by its name: a segment named
+// StoreDirName, or the path of a store the fence was made with or a path
+// beneath it. Letter case is ignored, as some file systems ignore it.
+func (f *Fence) Holds(rel string) bool {
+	if f != nil && f.all {
+		return true
+	}
+	for seg := range strings.SplitSeq(rel, "/") {
+		if strings.EqualFold(seg, StoreDirName) {
+			return true
+		}
+	}
+	if f == nil {
+		return false
+	}
+	for _, s := range f.stores {
+		if s == "." || len(rel) >= len(s) && strings.EqualFold(rel[:len(s)], s) && (len(rel) == len(s) || rel[len(s)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// IsStore reports whether fi describes one of the store directories the
+// fence was made with, whatever the name it was reached by.
+func (f *Fence) IsStore(fi fs.FileInfo) bool {
+	if f == nil || fi == nil || !fi.IsDir() {
+		return false
+	}
+	for _, id := range f.ids {
+		if os.SameFile(fi, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// blocks reports whether rel (cleaned) beneath root belongs to a store,
+// by its name or because rel or a directory on its way is one of the
+// fence's stores. The directories are looked at without following a
+// symbolic link; one that does not exist is no store.
+func (f *Fence) blocks(root *os.Root, rel string) bool {
+	if f.Holds(rel) {
+		return true
+	}
+	if f == nil || len(f.ids) == 0 {
+		return false
+	}
+	for d := rel; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		dir, name, err := openParent(root, d, false)
+		if err != nil {
+			continue
+		}
+		fi, err := dir.Lstat(name)
+		dir.Close()
+		if err == nil && f.IsStore(fi) {
+			return true
+		}
+	}
+	return false
+}
