@@ -30,6 +30,8 @@ type Store interface {
 
 	// Put stores the blocks in one atomic write: after a crash either all
 	// of them are stored or none is. Blocks already present are skipped.
+	// A block over [MaxBlockSize] is refused ([CheckBlockSizes]), and then
+	// none of them is stored.
 	Put(ctx context.Context, blocks ...Block) error
 
 	// Delete removes the blocks that are present, atomically. Only garbage

@@ -62,8 +62,12 @@ func NewWriter(st Store) *Writer { return &Writer{st: st} }
 
 // Add queues b. When the batch is full it starts storing it, after waiting
 // for the batch before it; an error storing an earlier batch is returned
-// here or by the next Flush.
+// here or by the next Flush. A block over [MaxBlockSize] is refused
+// ([CheckBlockSizes]) and not queued.
 func (w *Writer) Add(ctx context.Context, b Block) error {
+	if len(b.data) > MaxBlockSize {
+		return CheckBlockSizes(b)
+	}
 	w.pending = append(w.pending, b)
 	w.bytes += len(b.data)
 	maxBytes, maxBlocks := w.MaxBytes, w.MaxBlocks

@@ -116,6 +116,9 @@ func (s *staging) View(ctx context.Context, c cid.Cid, fn func([]byte) error) er
 
 // Put implements [cas.Store]. It keeps a copy of each block's bytes.
 func (s *staging) Put(ctx context.Context, blocks ...cas.Block) error {
+	if err := cas.CheckBlockSizes(blocks...); err != nil {
+		return err
+	}
 	done, err := s.use(ctx, false)
 	if err != nil {
 		return err
@@ -131,6 +134,9 @@ func (s *staging) Put(ctx context.Context, blocks ...cas.Block) error {
 // Adopt stores blocks the caller hands over and never modifies again, as
 // a [cas.Writer] without OnFlush does, without copying them.
 func (s *staging) Adopt(blocks ...cas.Block) error {
+	if err := cas.CheckBlockSizes(blocks...); err != nil {
+		return err
+	}
 	done, err := s.use(context.Background(), true)
 	if err != nil {
 		return err

@@ -498,7 +498,11 @@ func putReadBuf(b []byte) {
 // Put stores the blocks in one transaction, synced to disk before it
 // returns: after a crash either all of them are stored or none is. Blocks
 // already present are skipped. A cancelled ctx rolls the whole Put back.
+// A block over [cas.MaxBlockSize] is refused, and then none is stored.
 func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
+	if err := cas.CheckBlockSizes(blocks...); err != nil {
+		return err
+	}
 	end, err := s.begin(ctx, true)
 	if err != nil {
 		return err

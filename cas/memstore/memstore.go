@@ -113,8 +113,12 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) erro
 	return fn(data)
 }
 
-// Put implements [cas.Store]. It keeps a copy of each block's bytes.
+// Put implements [cas.Store]. It keeps a copy of each block's bytes. A
+// block over [cas.MaxBlockSize] is refused, and then none is stored.
 func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
+	if err := cas.CheckBlockSizes(blocks...); err != nil {
+		return err
+	}
 	unlock, err := s.write(ctx)
 	if err != nil {
 		return err

@@ -52,7 +52,7 @@ func TestArena(t *testing.T) {
 		case 7:
 			size = 300 << 10 // a chunk of its own
 		case 11:
-			size = cas.MaxBlockSize
+			size = cas.MaxBlockSize - 2 // the block is size+2 bytes: the limit
 		}
 		data := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, size/2+1)
 		blocks = append(blocks, cas.NewBlock(cas.Raw, data))

@@ -57,6 +57,7 @@ func RunWithOptions(t *testing.T, open func(t *testing.T) cas.Store, opts Option
 		{"GetReturnsCopy", s.testGetReturnsCopy},
 		{"PutIdempotent", s.testPutIdempotent},
 		{"PutMany", s.testPutMany},
+		{"PutOverLimit", s.testPutOverLimit},
 		{"NotFound", s.testNotFound},
 		{"View", s.testView},
 		{"Delete", s.testDelete},
@@ -227,6 +228,37 @@ func (s *suite) testRoundTrip(t *testing.T) {
 	other := cas.NewBlock(cas.DagCBOR, blocks[0].Data())
 	if has(t, st, other.CID()) {
 		t.Errorf("Has(%s) = true: raw and DAG-CBOR blocks of the same bytes collide", other.CID())
+	}
+}
+
+// testPutOverLimit: a block over cas.MaxBlockSize is refused, naming the
+// limit, and the Put holding it stores nothing (it is atomic); a block of
+// exactly the limit is stored. A store that kept a larger block could
+// never be moved: no bundle section carries one.
+func (s *suite) testPutOverLimit(t *testing.T) {
+	st := s.store(t)
+	ctx := context.Background()
+	small := rawBlock("beside the big one", 100)
+	big := rawBlock("over the limit", cas.MaxBlockSize+1)
+	err := st.Put(ctx, small, big)
+	if !errors.Is(err, cas.ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(cas.MaxBlockSize)) {
+		t.Fatalf("Put of a block of %d bytes = %v; want an error naming the limit of %d, wrapping ErrTooLarge", len(big.Data()), err, cas.MaxBlockSize)
+	}
+	if has(t, st, big.CID()) || has(t, st, small.CID()) {
+		t.Fatal("a refused Put stored a block")
+	}
+	if a, ok := st.(cas.Adopter); ok {
+		if err := a.Adopt(small, big); !errors.Is(err, cas.ErrTooLarge) {
+			t.Fatalf("Adopt of a block of %d bytes = %v; want ErrTooLarge", len(big.Data()), err)
+		}
+		if has(t, st, big.CID()) || has(t, st, small.CID()) {
+			t.Fatal("a refused Adopt stored a block")
+		}
+	}
+	limit := rawBlock("at the limit", cas.MaxBlockSize)
+	put(t, st, limit)
+	if got := get(t, st, limit.CID()); len(got) != cas.MaxBlockSize {
+		t.Fatalf("a block of exactly the limit came back with %d bytes", len(got))
 	}
 }
 
