@@ -46,6 +46,9 @@ type Manifest struct {
 	// Approvers are the keys (ed25519:...) whose approvals the approval
 	// step counts; with none, no approval counts.
 	Approvers []string `json:"approvers,omitempty"`
+	// Isolation "required" means exec steps never run without their whole
+	// confinement, whatever the runner allows (--allow-unisolated).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Timeouts bound a step and a whole invocation (Go durations).
@@ -300,6 +303,9 @@ func checkManifest(m *Manifest, add func(string, string, ...any)) {
 	}
 	if !slices.Contains([]string{"low", "medium", "high"}, m.Stakes) {
 		add(f, "stakes %q: want low, medium or high", m.Stakes)
+	}
+	if m.Isolation != "" && m.Isolation != IsolationRequired {
+		add(f, "isolation %q: want %q or nothing", m.Isolation, IsolationRequired)
 	}
 	if m.RepairBudget < 0 || m.RepairBudget > 100 {
 		add(f, "repair_budget %d: want 0 to 100", m.RepairBudget)

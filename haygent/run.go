@@ -44,12 +44,22 @@ type Options struct {
 	// Workspace is the directory the Haygent works on; exec steps run in
 	// scratch copies of it. Empty means a new empty directory.
 	Workspace string
+	// StoreDir is the directory of the hg store the run belongs to. If
+	// it lies inside Workspace, no step sees or changes it, as no step
+	// sees or changes any directory named .haygent there; nor does the
+	// receipt's workspace snapshot hold it (see workspace.Fence).
+	StoreDir string
 	// CacheDir holds tool caches (GOCACHE...) shared by exec steps;
 	// empty means a directory under the user's cache.
 	CacheDir string
-	// AllowUnisolated lets exec steps run without a network namespace
-	// where none can be had; the receipt's limitations say so.
+	// AllowUnisolated lets exec steps run without their whole
+	// confinement where it cannot be had; the receipt's limitations say
+	// so. It is ignored when RequireIsolation is set or the manifest
+	// requires isolation.
 	AllowUnisolated bool
+	// RequireIsolation forbids running any exec step unisolated (a Work
+	// Order node that requires isolation).
+	RequireIsolation bool
 	// Now is the clock; nil means time.Now. Tests fix it.
 	Now func() time.Time
 	// RunID names the run; empty means a random one.
@@ -537,7 +547,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if err := r.needWorkspace(); err != nil {
 		return nil, err
 	}
-	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work)
+	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work, r.opts.StoreDir)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: scratch copy: %w", s.ID, err)
 	}
@@ -556,7 +566,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		"GOMODCACHE": filepath.Join(cache, "gomod"),
 		"GOPATH":     filepath.Join(cache, "gopath"),
 	})
-	for _, d := range []string{env["HOME"], env["TMPDIR"]} {
+	for _, d := range []string{env["HOME"], env["TMPDIR"], env["GOCACHE"], env["GOMODCACHE"], env["GOPATH"]} {
 		os.MkdirAll(d, 0o700)
 	}
 	var secrets []string
@@ -577,13 +587,34 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if s.Timeout != "" {
 		timeout, _ = time.ParseDuration(s.Timeout)
 	}
-	res, err := sandbox.Run(r.work, sandbox.Spec{
+	spec := sandbox.Spec{
 		Argv: argv, Dir: work, Env: env, Timeout: timeout,
-		NoNetwork: r.pkg.Permissions.NetworkNone(), AllowUnisolated: r.opts.AllowUnisolated,
+		NoNetwork: r.pkg.Permissions.NetworkNone(), AllowUnisolated: r.mayRunUnisolated(),
 		Secrets: secrets,
-	})
+		// The step writes only its scratch directory (its copy of the
+		// workspace, HOME and TMPDIR); the toolchain and the shared caches
+		// it may only read, so no step can change what a later one builds.
+		Confine: true,
+		Write:   []string{scratch},
+		Read:    append(toolchainPaths(), env["GOCACHE"], env["GOMODCACHE"], env["GOPATH"]),
+	}
+	if !spec.NoNetwork {
+		set := r.pkg.Permissions
+		spec.NetCheck = func(hostport string) (bool, string) {
+			d := set.Check(perm.Op{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: hostport})
+			return d.Allowed, d.Rule
+		}
+	}
+	r.warmGoCache(spec)
+	res, err := sandbox.Run(r.work, spec)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, sandbox.ErrNoIsolation) {
+			return nil, fmt.Errorf("step %s: %w%s", s.ID, err, r.unisolatedHint())
+		}
 		return nil, fmt.Errorf("step %s: %w", s.ID, err)
+	}
+	for _, d := range res.NetDenials {
+		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: d.Target, Rule: d.Rule})
 	}
 	if err != nil {
 		res.TimedOut = true // the run's time limit ended the step
@@ -658,7 +689,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		}
 		clean = append(clean, c)
 	}
-	applied, denials, err := workspace.Apply(clean, work, r.workspace, r.pkg.Permissions)
+	applied, denials, err := workspace.Apply(clean, work, r.workspace, r.pkg.Permissions, r.opts.StoreDir)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: apply: %w", s.ID, err)
 	}
@@ -1301,7 +1332,9 @@ func (r *runner) needWorkspace() error {
 
 // snapshotWorkspace stores what the read grants let the Haygent see of its
 // workspace, as a tree. Symlinks are stored as links, never followed. A
-// run given no workspace has an empty one.
+// run given no workspace has an empty one. An hg store in the workspace
+// is left out, whatever the grants say: a step never sees one, and a
+// store holds the runner's signing key.
 func (r *runner) snapshotWorkspace() (*cas.Link, error) {
 	if r.workspace == "" {
 		data, err := cas.Marshal(&cas.TreeNode{Type: cas.TypeTree, Entries: []cas.TreeEntry{}})
@@ -1312,11 +1345,23 @@ func (r *runner) snapshotWorkspace() (*cas.Link, error) {
 		return &cas.Link{Cid: b.CID()}, r.w.Add(r.ctx, b)
 	}
 	set := r.pkg.Permissions
+	fence, err := workspace.NewFence(r.workspace, r.opts.StoreDir)
+	if err != nil {
+		return nil, err
+	}
 	c, err := cas.PutTree(r.ctx, r.st, r.workspace, &cas.TreeOptions{
 		Skipped: func(string, os.FileMode) {},
 		Include: func(p string, isDir bool) bool {
+			if fence.Holds(p) {
+				return false
+			}
 			if isDir {
-				return set.MayMatchUnder(perm.VerbRead, p)
+				if !set.MayMatchUnder(perm.VerbRead, p) {
+					return false
+				}
+				// A store reached by another name is still the store.
+				fi, err := os.Lstat(filepath.Join(r.workspace, filepath.FromSlash(p)))
+				return err != nil || !fence.IsStore(fi)
 			}
 			return set.Check(perm.Op{Verb: perm.VerbRead, Kind: perm.KindFile, Target: p}).Allowed
 		},

@@ -6,8 +6,14 @@
 // in exit.go and in SPEC.md.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/haygent/hg/haygent/sandbox"
+)
 
 func main() {
+	// In the init of a confined exec step, this never returns.
+	sandbox.Init()
 	os.Exit(Main())
 }
