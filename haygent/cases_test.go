@@ -44,6 +44,9 @@ type fixtureCase struct {
 		AbsentInStore     []string          `json:"absent_in_store"`
 		ListenerUntouched bool              `json:"listener_untouched"`
 		ReportContains    []string          `json:"report_contains"`
+		// OutsideUnchanged: the files made outside the workspace are as
+		// they were, and none was added beside them.
+		OutsideUnchanged bool `json:"outside_unchanged"`
 	} `json:"expect"`
 }
 
@@ -91,7 +94,7 @@ func runCase(t *testing.T, file string) {
 	if err := dec.Decode(&c); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	if testing.Short() && (strings.Contains(c.Haygent, "gotest") || strings.Contains(c.Haygent, "netprobe")) {
+	if testing.Short() && (strings.Contains(c.Haygent, "gotest") || strings.Contains(c.Haygent, "netprobe") || strings.Contains(c.Haygent, "proxyprobe")) {
 		t.Skip("compiles Go code; skipped in -short")
 	}
 	tmp := t.TempDir()
@@ -122,6 +125,13 @@ func runCase(t *testing.T, file string) {
 	}
 	for k, v := range c.Env {
 		t.Setenv(k, v)
+	}
+	// An input string "OUTSIDE:name" is the absolute path of that file
+	// made outside the workspace.
+	for k, v := range c.Input {
+		if s, ok := v.(string); ok && strings.HasPrefix(s, "OUTSIDE:") {
+			c.Input[k] = filepath.Join(tmp, strings.TrimPrefix(s, "OUTSIDE:"))
+		}
 	}
 	var accepted atomic.Int32
 	if c.Input["addr"] == "LISTENER" {
@@ -207,6 +217,9 @@ func runCase(t *testing.T, file string) {
 		denied = append(denied, d.Verb+":"+d.Kind+":"+d.Target)
 	}
 	for _, want := range c.Expect.Denied {
+		if addr, ok := c.Input["addr"].(string); ok {
+			want = strings.ReplaceAll(want, "LISTENER", addr)
+		}
 		if !containsString(denied, want) {
 			t.Errorf("denied %v, want %s among them", denied, want)
 		}
@@ -228,6 +241,17 @@ func runCase(t *testing.T, file string) {
 	for _, want := range c.Expect.ReportContains {
 		if !strings.Contains(report.String(), want) {
 			t.Errorf("the report does not show %q", want)
+		}
+	}
+	if c.Expect.OutsideUnchanged {
+		ents, err := os.ReadDir(tmp)
+		if err != nil || len(ents) != len(c.Outside)+1 {
+			t.Errorf("beside the workspace: %d entries (%v), want the %d made there and the workspace", len(ents), err, len(c.Outside))
+		}
+		for name, content := range c.Outside {
+			if got, err := os.ReadFile(filepath.Join(tmp, name)); err != nil || string(got) != content {
+				t.Errorf("outside file %s is now %q (%v), want %q", name, got, err, content)
+			}
 		}
 	}
 	if c.Expect.ListenerUntouched && accepted.Load() != 0 {
