@@ -6,7 +6,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 )
 
 // StoreDirName is the name of the directory 'hg init' makes a store in.
@@ -32,10 +34,11 @@ type Fence struct {
 // NewFence returns the fence of the workspace dir. stores are the paths
 // of hg store directories (absolute, or relative to the working
 // directory) to keep out besides those named StoreDirName; empty strings
-// and stores that do not exist are ignored, and so are stores outside
-// dir, which no step reaches through the workspace. A workspace that is a
-// store or lies inside one is fenced whole. Paths are compared after
-// symbolic links are resolved.
+// are ignored, and so are stores outside dir, which no step reaches
+// through the workspace. A store that does not exist (yet) is fenced by
+// its path alone. A workspace that is a store or lies inside one is
+// fenced whole. Paths are compared after symbolic links are resolved, as
+// far as they exist.
 func NewFence(dir string, stores ...string) (*Fence, error) {
 	f := &Fence{}
 	ws, err := resolve(dir)
@@ -47,17 +50,7 @@ func NewFence(dir string, stores ...string) (*Fence, error) {
 			continue
 		}
 		real, err := resolve(s)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
 		if err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(real)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
 			return nil, err
 		}
 		if rel, err := filepath.Rel(real, ws); err == nil && !up(rel) {
@@ -68,18 +61,49 @@ func NewFence(dir string, stores ...string) (*Fence, error) {
 			continue
 		}
 		f.stores = append(f.stores, filepath.ToSlash(rel))
-		f.ids = append(f.ids, fi)
+		fi, err := os.Stat(real)
+		if err == nil {
+			f.ids = append(f.ids, fi)
+		} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return nil, err
+		}
 	}
 	return f, nil
 }
 
-// resolve returns p absolute, its symbolic links resolved.
+// Stores returns the workspace-relative, slash-separated paths of the
+// store directories the fence was made with that lie inside the
+// workspace.
+func (f *Fence) Stores() []string {
+	if f == nil {
+		return nil
+	}
+	return slices.Clone(f.stores)
+}
+
+// resolve returns p absolute, with the symbolic links of its longest
+// existing part resolved and the rest put back.
 func resolve(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", err
 	}
-	return filepath.EvalSymlinks(abs)
+	rest := ""
+	for cur := abs; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // up reports whether a relative path from filepath.Rel leaves its base.

@@ -10,8 +10,15 @@ import (
 	"github.com/haygent/hg/haygent/perm"
 )
 
-// storeRule is the rule of a denial for a path inside an hg store.
+// storeRule is the rule of a denial for a path inside an hg store, as
+// the receipt and the report show it.
 const storeRule = "inside an hg store"
+
+func TestRuleStoreText(t *testing.T) {
+	if RuleStore != storeRule {
+		t.Errorf("RuleStore is %q, want %q", RuleStore, storeRule)
+	}
+}
 
 // storeTree is a workspace holding hg stores: the usual .haygent/ at the
 // top, one deeper, and files whose names only look like one.
@@ -320,5 +327,40 @@ func TestFenceWhereTheStoreIs(t *testing.T) {
 				t.Errorf("copied %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A store that does not exist yet is fenced by its path: a step may not
+// make it.
+func TestFenceStoreNotThereYet(t *testing.T) {
+	src := t.TempDir()
+	tree(t, src, map[string]string{"main.go": "package main"})
+	set := mustSet(t, []string{"read:file:**", "write:file:**"}, nil)
+	store := filepath.Join(src, "later", "hg")
+	f, err := NewFence(src, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Stores(); !slices.Equal(got, []string{"later/hg"}) {
+		t.Errorf("Stores() = %q, want [later/hg]", got)
+	}
+	scratch, ch := step(t, src, set, func(s func(string) string) {
+		os.MkdirAll(s("later/hg/keys"), 0o755)
+		os.WriteFile(s("later/hg/keys/trusted"), []byte("ed25519:planted\n"), 0o644)
+		os.WriteFile(s("later/note.txt"), []byte("allowed"), 0o644)
+	})
+	applied, denied, err := Apply(ch, scratch, src, set, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 1 || applied[0].Path != "later/note.txt" {
+		t.Errorf("applied %+v, want later/note.txt alone", applied)
+	}
+	want := []perm.Denial{{Op: perm.Op{Verb: "write", Kind: "file", Target: "later/hg/keys/trusted"}, Rule: storeRule}}
+	if !slices.Equal(denied, want) {
+		t.Errorf("denied %+v, want %+v", denied, want)
+	}
+	if _, err := os.Lstat(store); err == nil {
+		t.Error("the store's directory was made")
 	}
 }
