@@ -14,6 +14,7 @@ import (
 	"github.com/haygent/hg/belief"
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 )
 
@@ -90,23 +91,25 @@ func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile 
 		}
 		_ = g.ui.printJSON(map[string]any{"event": "clarified", "class": wo.Class, "asked": asked, "decisions": ds})
 	} else {
-		g.ui.printf("clarified %s of class %s: %d asked\n", plural(len(all), "decision"), wo.Class, asked)
+		g.ui.printSafe("clarified %s of class %s: %d asked\n", plural(len(all), "decision"), wo.Class, asked)
 		for _, r := range all {
-			g.ui.printf("  %s\n", describeDecision(r.Decision.Name, r.Bound, r.Value, r.Source))
+			g.ui.printSafe("  %s\n", describeDecision(r.Decision.Name, r.Bound, r.Value, r.Source))
 		}
 	}
 	return nil
 }
 
+// describeDecision is one line on a decision, escaped: the slot and the
+// value can come from a belief log or a run record.
 func describeDecision(slot string, bound bool, v any, source string) string {
 	if !bound {
-		return slot + " unbound"
+		return textsafe.Escape(slot) + " unbound"
 	}
 	from := map[string]string{
 		belief.SourceBelief: "from the belief log", belief.SourceTerminal: "asked on the terminal",
 		belief.SourceFile: "asked, answered from the answers file", belief.SourceDefault: "the default",
 	}[source]
-	return fmt.Sprintf("%s = %s  (%s)", slot, dag.FormatValue(v), from)
+	return textsafe.Sprintf("%s = %s  (%s)", slot, dag.FormatValue(v), from)
 }
 
 // readAnswers reads --answers FILE: one JSON object, slot to value, read
@@ -134,9 +137,9 @@ func askOnTerminal(g *globals, open []*belief.Resolved) error {
 	for _, r := range open {
 		d := r.Decision
 		for {
-			fmt.Fprintf(g.ui.stderr, "? %s (%s)", d.Question, d.Name)
+			textsafe.Fprintf(g.ui.stderr, "? %s (%s)", d.Question, d.Name)
 			if len(d.Allowed) > 0 {
-				fmt.Fprintf(g.ui.stderr, " (one of %s)", dag.FormatValues(d.Allowed))
+				textsafe.Fprintf(g.ui.stderr, " (one of %s)", dag.FormatValues(d.Allowed))
 			}
 			fmt.Fprint(g.ui.stderr, ": ")
 			line, err := in.ReadString('\n')
@@ -150,7 +153,7 @@ func askOnTerminal(g *globals, open []*belief.Resolved) error {
 				v = line
 			}
 			if err := r.Answer(v, belief.SourceTerminal); err != nil {
-				fmt.Fprintf(g.ui.stderr, "hg: %v\n", err)
+				textsafe.Fprintf(g.ui.stderr, "hg: %v\n", err)
 				continue
 			}
 			break
@@ -176,7 +179,7 @@ func openQuestions(g *globals, class string, open []*belief.Resolved, asJSON boo
 		}
 		_ = g.ui.printJSON(map[string]any{"class": class, "questions": qs})
 	} else {
-		g.ui.printf("%s to answer before anything runs (class %s):\n", plural(len(open), "question"), class)
+		g.ui.printSafe("%s to answer before anything runs (class %s):\n", plural(len(open), "question"), class)
 		for _, r := range open {
 			line := fmt.Sprintf("  %s: %s", r.Decision.Name, r.Decision.Question)
 			if len(r.Decision.Allowed) > 0 {
@@ -185,7 +188,7 @@ func openQuestions(g *globals, class string, open []*belief.Resolved, asJSON boo
 			if r.Note != "" {
 				line += " (" + r.Note + ")"
 			}
-			g.ui.printf("%s\n", line)
+			g.ui.printSafe("%s\n", line) // one line, escaped
 		}
 	}
 	return needInputError{fmt.Sprintf("%s unanswered: answer on a terminal or with --answers FILE (a JSON object of decision names and values)", plural(len(open), "decision"))}
@@ -212,7 +215,7 @@ func crystallize(ctx context.Context, g *globals, run string, asJSON bool) error
 		return err
 	}
 	if len(written) > 0 && !asJSON {
-		g.ui.printf("learned %s for class %s\n", plural(len(written), "decision"), rec.Class)
+		g.ui.printSafe("learned %s for class %s\n", plural(len(written), "decision"), rec.Class)
 	}
 	return nil
 }
@@ -251,12 +254,12 @@ the answers it used; a retraction re-opens exactly one decision.`,
 				return g.ui.printJSON(map[string]any{"class": args[0], "bound": out})
 			}
 			if len(state) == 0 {
-				g.ui.printf("class %s: nothing bound\n", args[0])
+				g.ui.printSafe("class %s: nothing bound\n", args[0])
 				return nil
 			}
 			for _, e := range log { // in the order they were bound
 				if b, ok := state[e.Slot]; ok && b.Event.CID == e.CID {
-					g.ui.printf("%s = %s  (%s by %s, %s)\n", e.Slot, dag.FormatValue(b.Value), e.Op, e.Cause, e.CID)
+					g.ui.printSafe("%s = %s  (%s by %s, %s)\n", e.Slot, dag.FormatValue(b.Value), e.Op, e.Cause, e.CID)
 				}
 			}
 			return nil
@@ -277,13 +280,14 @@ the answers it used; a retraction re-opens exactly one decision.`,
 						"value": e.Value, "cause": e.Cause.String(), "why": e.Why, "at": e.At})
 					continue
 				}
-				line := fmt.Sprintf("%s  %-9s %s", e.At, e.Op, e.Slot)
+				// Every field is the log's text: escaped, on one line.
+				line := textsafe.Sprintf("%s  %-9s %s", e.At, e.Op, e.Slot)
 				if e.Op != belief.OpRetract {
-					line += " = " + dag.FormatValue(e.Value)
+					line += " = " + textsafe.Escape(dag.FormatValue(e.Value))
 				}
-				line += "  by " + e.Cause.String()
+				line += "  by " + textsafe.Escape(e.Cause.String())
 				if e.Why != "" {
-					line += ": " + e.Why
+					line += ": " + textsafe.Escape(e.Why)
 				}
 				g.ui.printf("%s  %s\n", line, e.CID)
 			}
@@ -373,7 +377,7 @@ func appendEvent(ctx context.Context, g *globals, class, slot string, build func
 	if err != nil {
 		return err
 	}
-	g.ui.printf("%s %s %s  %s\n", class, ev.Op, slot, c)
+	g.ui.printSafe("%s %s %s  %s\n", class, ev.Op, slot, c)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -90,6 +91,10 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 		if info, err := os.Stat(opts.Workspace); err != nil || !info.IsDir() {
 			return fmt.Errorf("--workspace %s: not a directory", opts.Workspace)
 		}
+		// The store is never copied with the workspace that holds it.
+		if dir, err := locateStore(g.store); err == nil {
+			opts.StoreDir = dir
+		}
 	}
 	var t replayTarget
 	err := g.withStore(true, func(st cas.Store) error {
@@ -110,26 +115,28 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 				return err
 			}
 		} else {
-			g.ui.printf("replay %s (%s, run %s)\n", res.Receipt, res.Haygent, res.Run)
+			// The ledger's text (run, Haygent, step names, recorded
+			// values) is printed escaped, each field on its line.
+			g.ui.printSafe("replay %s (%s, run %s)\n", res.Receipt, res.Haygent, res.Run)
 			if res.Workspace == haygent.WorkspaceSnapshot {
-				g.ui.printf("workspace: the recorded snapshot %s\n", res.WorkspaceTree)
+				g.ui.printSafe("workspace: the recorded snapshot %s\n", res.WorkspaceTree)
 			}
 			for _, n := range res.Notes {
-				g.ui.printf("%s\n", n)
+				g.ui.printSafe("%s\n", n)
 			}
-			g.ui.printf("%d/%d transitions agree\n", res.Agree, res.Total())
+			g.ui.printSafe("%d/%d transitions agree\n", res.Agree, res.Total())
 			if d := res.Divergence; d != nil {
-				g.ui.printf("first divergence: %s\n", d)
+				g.ui.printSafe("first divergence: %s\n", d)
 			}
 		}
 		if d := res.Divergence; d != nil {
-			return integrityError{msg: fmt.Sprintf("replay of %s diverges from its ledger at %s", res.Receipt, where(d))}
+			return integrityError{msg: textsafe.Sprintf("replay of %s diverges from its ledger at %s", res.Receipt, where(d))}
 		}
 		return nil
 	}
 
 	if !asJSON {
-		g.ui.printf("replay run %s (%s): %d node(s) with a receipt\n", t.run.Run, t.run.Name, len(t.order))
+		g.ui.printSafe("replay run %s (%s): %d node(s) with a receipt\n", t.run.Run, t.run.Name, len(t.order))
 	}
 	receipts := map[string]cid.Cid{}
 	for _, n := range t.run.Nodes {
@@ -145,7 +152,7 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 	for _, name := range t.order {
 		res, err := replayOne(ctx, g, receipts[name], opts)
 		if err != nil {
-			return fmt.Errorf("node %s: %w", name, err)
+			return fmt.Errorf("node %s: %w", textsafe.Escape(name), err)
 		}
 		agree += res.Agree
 		total += res.Total()
@@ -156,12 +163,12 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 			nodes = append(nodes, toJSON(name, res))
 			continue
 		}
-		g.ui.printf("node %s: %d/%d transitions agree\n", name, res.Agree, res.Total())
+		g.ui.printSafe("node %s: %d/%d transitions agree\n", name, res.Agree, res.Total())
 		for _, n := range res.Notes {
-			g.ui.printf("  %s\n", n)
+			g.ui.printSafe("  %s\n", n)
 		}
 		if d := res.Divergence; d != nil {
-			g.ui.printf("  first divergence: %s\n", d)
+			g.ui.printSafe("  first divergence: %s\n", d)
 		}
 	}
 	if asJSON {
@@ -170,10 +177,10 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 			return err
 		}
 	} else {
-		g.ui.printf("run: %d/%d transitions agree\n", agree, total)
+		g.ui.printSafe("run: %d/%d transitions agree\n", agree, total)
 	}
 	if len(diverged) > 0 {
-		return integrityError{msg: fmt.Sprintf("replay of run %s diverges from its ledger at node(s) %s", t.run.Run, strings.Join(diverged, ", "))}
+		return integrityError{msg: textsafe.Sprintf("replay of run %s diverges from its ledger at node(s) %s", t.run.Run, strings.Join(diverged, ", "))}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -49,8 +50,11 @@ func (u *ui) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// oneLine makes s one line of visible text: line breaks become spaces and
+// every other control, format or bidi character is escaped, since an
+// error or a detail can quote a ledger (textsafe.Escape).
 func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
+	return textsafe.Escape(strings.ReplaceAll(strings.TrimSpace(s), "\n", " "))
 }
 
 // stderrIsTerminal reports whether a person is watching stderr.
