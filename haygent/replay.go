@@ -18,6 +18,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/haygent/workspace"
 	"github.com/ipfs/go-cid"
 )
 
@@ -42,6 +43,11 @@ type ReplayOptions struct {
 	// modified. Empty means the snapshot, or an empty directory when the
 	// snapshot is not in the store (the result says which).
 	Workspace string
+	// StoreDir is the directory of the hg store the replay reads, as in
+	// [Options]: if it lies inside Workspace, the copy leaves it out, as
+	// it leaves out every directory named .haygent there, and the replay
+	// fences the same path of its copy, as the run fenced the store.
+	StoreDir string
 	// CacheDir and AllowUnisolated are passed to the run, as in [Options].
 	CacheDir        string
 	AllowUnisolated bool
@@ -127,6 +133,7 @@ type Replayer struct {
 	scratch  *memstore.Store
 	tmp      string
 	wsDir    string
+	storeDir string // in wsDir, where the store was in the workspace copied, if it was
 	input    map[string]any
 	upstream []cid.Cid
 	calls    []recordedCall
@@ -185,6 +192,9 @@ func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOpti
 	if err := loadTyped(ctx, st, rc.Input.Cid, &in); err != nil {
 		return nil, incomplete("input packet", err)
 	}
+	if in.Payload, err = InlinePayload(ctx, st, in.Payload); err != nil {
+		return nil, incomplete("input packet", err)
+	}
 	p.input = in.Payload
 	if p.input == nil {
 		p.input = map[string]any{}
@@ -226,8 +236,29 @@ func (p *Replayer) prepareWorkspace(ctx context.Context, st cas.Store) error {
 		if err != nil || !info.IsDir() {
 			return fmt.Errorf("workspace %s: not a directory", p.opts.Workspace)
 		}
+		fence, err := workspace.NewFence(p.opts.Workspace, p.opts.StoreDir)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %w", p.opts.Workspace, err)
+		}
+		if s := fence.Stores(); len(s) > 0 {
+			p.storeDir = filepath.Join(p.wsDir, filepath.FromSlash(s[0]))
+		}
 		tmp := memstore.New()
-		t, err := cas.PutTree(ctx, tmp, p.opts.Workspace, &cas.TreeOptions{Skipped: func(string, os.FileMode) {}})
+		t, err := cas.PutTree(ctx, tmp, p.opts.Workspace, &cas.TreeOptions{
+			Skipped: func(string, os.FileMode) {},
+			// Never a store: the run would not see it, and its keys
+			// have no business in a scratch directory.
+			Include: func(rel string, isDir bool) bool {
+				if fence.Holds(rel) {
+					return false
+				}
+				if !isDir {
+					return true
+				}
+				fi, err := os.Lstat(filepath.Join(p.opts.Workspace, filepath.FromSlash(rel)))
+				return err != nil || !fence.IsStore(fi)
+			},
+		})
 		if err == nil {
 			err = cas.GetTree(ctx, tmp, t, p.wsDir, nil)
 		}
@@ -288,7 +319,7 @@ func (p *Replayer) Run(ctx context.Context) (*ReplayResult, error) {
 	}
 	adapter := &ledgerAdapter{calls: p.calls}
 	opts := Options{
-		Store: p.scratch, Key: key, Adapter: adapter, Workspace: p.wsDir,
+		Store: p.scratch, Key: key, Adapter: adapter, Workspace: p.wsDir, StoreDir: p.storeDir,
 		CacheDir: p.opts.CacheDir, AllowUnisolated: p.opts.AllowUnisolated,
 		Now: now, RunID: p.rc.Run, Replay: p.rc.Replay, Log: p.opts.Log,
 		PackageCID: p.rc.Package.Cid, Upstream: p.upstream,
@@ -528,6 +559,14 @@ func packetWork(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
 	var p Packet
 	if err := loadTyped(ctx, st, c, &p); err != nil {
 		return "", err
+	}
+	if outlinedVolatile(&p) {
+		// What is left out may sit in a value stored apart: the form is
+		// then that of the payload read back whole.
+		var err error
+		if p.Payload, err = InlinePayload(ctx, st, p.Payload); err != nil {
+			return "", err
+		}
 	}
 	changed := false
 	switch p.Schema {

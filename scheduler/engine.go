@@ -49,6 +49,10 @@ type Local struct {
 	Key       ed25519.PrivateKey
 	Adapter   haygent.Adapter
 	Workspace func(node string) (string, error) // nil: a new empty directory per node
+	// StoreDir is the directory of the hg store the run belongs to: if a
+	// node's workspace holds it, no step sees or changes it
+	// (haygent.Options.StoreDir).
+	StoreDir string
 	// Package returns the loaded package of a node's invocation.
 	Package func(inv Invocation) (*haygent.Package, error)
 }
@@ -71,7 +75,7 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 		}
 	}
 	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
-		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, PackageCID: inv.Package,
+		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, StoreDir: l.StoreDir, PackageCID: inv.Package,
 		RunID: NodeRunID(inv.Run, inv.Node), Upstream: inv.Upstream, CheckUpstream: inv.Check,
 	})
 	if err != nil {

@@ -110,7 +110,7 @@ The receipt is signed with the store's runner key (made on first use; see
 					return err
 				}
 				opts := haygent.Options{
-					Store: st, Key: key, Adapter: adapter, Workspace: wsDir, AllowUnisolated: allowUnisolated,
+					Store: st, Key: key, Adapter: adapter, Workspace: wsDir, StoreDir: dir, AllowUnisolated: allowUnisolated,
 				}
 				if g.ui.stderrIsTerminal() {
 					opts.Log = func(format string, args ...any) { fmt.Fprintf(g.ui.stderr, "hg: "+format+"\n", args...) }
