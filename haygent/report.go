@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/ipfs/go-cid"
 )
 
@@ -95,10 +96,21 @@ func LoadLedger(ctx context.Context, st cas.Store, c cid.Cid) (*Ledger, error) {
 }
 
 // WriteReport renders the ledger for people. Every line comes from the
-// ledger: nothing is said that the stored records do not hold.
-func WriteReport(w io.Writer, l *Ledger) error {
+// ledger: nothing is said that the stored records do not hold. Every
+// string taken from the ledger is printed escaped ([textsafe.Escape]), so
+// that no record can clear, rewrite or add a line of the report. The
+// status line holds the status and the receipt's limitations; it does not
+// say whether the receipt verifies ([WriteVerifiedReport] does).
+func WriteReport(w io.Writer, l *Ledger) error { return WriteVerifiedReport(w, l, nil) }
+
+// WriteVerifiedReport is [WriteReport] with the receipt's verification v
+// (as [VerifyReceiptChain] makes it, with the reader's trusted keys) on
+// the status line: a receipt whose signer is not trusted, or that fails
+// any other check, is "NOT VERIFIED" there, with the first failed check,
+// whatever status it claims. v nil is no verification.
+func WriteVerifiedReport(w io.Writer, l *Ledger, v *Verification) error {
 	r := l.Receipt
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p := func(format string, args ...any) { textsafe.Fprintf(w, format+"\n", args...) }
 	p("receipt    %s", l.ReceiptCID)
 	p("haygent    %s  (package %s)", r.Haygent, r.Package)
 	p("objective  %s", r.Objective)
@@ -107,7 +119,7 @@ func WriteReport(w io.Writer, l *Ledger) error {
 	if r.Workspace != nil {
 		p("workspace  %s", r.Workspace)
 	}
-	p("status     %s", r.Status)
+	p("status     %s", StatusLine(r, v))
 	if h := r.Halt; h != nil {
 		if h.FailedGate != "" {
 			p("  failed gate    %s (%s)", h.FailedGate, h.Verdict)
@@ -132,9 +144,9 @@ func WriteReport(w io.Writer, l *Ledger) error {
 	p("")
 	p("steps (%d transitions, %d repairs)", len(l.Transitions), r.Repairs)
 	for _, t := range l.Transitions {
-		line := fmt.Sprintf("  %3d  %-12s %-8s attempt %d  %s", t.Seq, t.Step, t.Kind, t.Attempt, t.Status)
+		line := textsafe.Sprintf("  %3d  %-12s %-8s attempt %d  %s", t.Seq, t.Step, t.Kind, t.Attempt, t.Status)
 		if t.Note != "" {
-			line += "  — " + t.Note
+			line += "  — " + textsafe.Escape(t.Note)
 		}
 		p("%s", line)
 		for _, e := range t.Evidence {
@@ -148,9 +160,9 @@ func WriteReport(w io.Writer, l *Ledger) error {
 				if model == "" {
 					model = "-"
 				}
-				line := fmt.Sprintf("         slot %s try %d via %s (model %s): %s", sc.Slot, sc.Try, sc.Adapter, model, sc.Verdict)
+				line := textsafe.Sprintf("         slot %s try %d via %s (model %s): %s", sc.Slot, sc.Try, sc.Adapter, model, sc.Verdict)
 				if len(sc.Errors) > 0 {
-					line += ": " + strings.Join(sc.Errors, "; ")
+					line += ": " + joinEscaped(sc.Errors, "; ")
 				}
 				p("%s", line)
 			}
@@ -183,6 +195,50 @@ func WriteReport(w io.Writer, l *Ledger) error {
 		p("replay     %s", r.Replay)
 	}
 	return nil
+}
+
+// StatusLine is a receipt's status as a report or hg verify prints it,
+// escaped, with what a reader must not miss beside it: that v, the
+// receipt's verification (nil: none was made), failed, naming its first
+// failed check ("NOT VERIFIED: signer not trusted: ..."), and the
+// receipt's limitations ("(2 limitations: ...)"), protections the run
+// went without.
+func StatusLine(r *Receipt, v *Verification) string {
+	s := textsafe.Escape(r.Status)
+	if f := v.FirstFailure(); f != nil {
+		what := f.Name
+		if f.Name == CheckTrust {
+			what = "signer not trusted"
+		}
+		s += "  NOT VERIFIED: " + what + ": " + textsafe.Escape(f.Detail)
+	}
+	if note := LimitationsNote(r); note != "" {
+		s += "  " + note
+	}
+	return s
+}
+
+// LimitationsNote is "(N limitations: ...)", every limitation of the
+// receipt escaped, or "" for a receipt without any.
+func LimitationsNote(r *Receipt) string {
+	n := len(r.Limitations)
+	if n == 0 {
+		return ""
+	}
+	unit := "limitations"
+	if n == 1 {
+		unit = "limitation"
+	}
+	return fmt.Sprintf("(%d %s: %s)", n, unit, joinEscaped(r.Limitations, "; "))
+}
+
+// joinEscaped joins the escaped strings of list with sep.
+func joinEscaped(list []string, sep string) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = textsafe.Escape(s)
+	}
+	return strings.Join(out, sep)
 }
 
 // summarize is a one-line view of evidence data for the report.

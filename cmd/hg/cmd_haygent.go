@@ -350,7 +350,7 @@ func newReportCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if !asJSON {
-					return haygent.WriteReport(g.ui.stdout, l)
+					return reportReceipt(ctx, g, st, l) // verified, as hg verify would (cmd_verify.go)
 				}
 				return writeLedgerJSON(ctx, g, st, l)
 			})

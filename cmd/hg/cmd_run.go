@@ -14,6 +14,7 @@ import (
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/internal/gcpolicy"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -66,7 +67,7 @@ log (see 'hg belief'), so the next order of the class asks none of them.`,
 			}
 			if dryRun {
 				for i, wave := range plan.WorkOrder.Waves() {
-					g.ui.printf("wave %d: %s\n", i+1, strings.Join(wave, " "))
+					g.ui.printSafe("wave %d: %s\n", i+1, strings.Join(wave, " "))
 				}
 				return nil
 			}
@@ -164,7 +165,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 			if ev.Memo {
 				memo = " (cached)"
 			}
-			fmt.Fprintf(g.ui.stderr, "hg: [%d/%d] %s %s%s\n", done, total, ev.Node, ev.State, memo)
+			textsafe.Fprintf(g.ui.stderr, "hg: [%d/%d] %s %s%s\n", done, total, ev.Node, ev.State, memo)
 		}
 	}
 	s := scheduler.New(opts)
@@ -181,7 +182,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if asJSON {
 		_ = g.ui.printJSON(map[string]any{"run": run, "event": "started"})
 	} else {
-		g.ui.printf("run %s\n", run)
+		g.ui.printSafe("run %s\n", run)
 	}
 	rec, err := s.Execute(ctx, plan, run)
 	if err != nil {
@@ -196,9 +197,9 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if asJSON {
 		_ = g.ui.printJSON(map[string]any{"run": run, "event": "finished", "status": rec.Status, "reason": rec.Reason, "blocking": blocking})
 	} else {
-		g.ui.printf("%s: %s\n", rec.Status, rec.Reason)
+		g.ui.printSafe("%s: %s\n", rec.Status, rec.Reason)
 		for _, b := range blocking {
-			g.ui.printf("  halted %s\n", b)
+			g.ui.printSafe("  halted %s\n", b)
 		}
 	}
 	switch rec.Status {
@@ -207,7 +208,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	case scheduler.StatusCancelled:
 		return fmt.Errorf("run %s cancelled", run)
 	}
-	return haltError{fmt.Sprintf("run %s did not reach its outcome: %s", run, rec.Reason)}
+	return haltError{textsafe.Sprintf("run %s did not reach its outcome: %s", run, rec.Reason)}
 }
 
 func newCancelCmd(g *globals) *cobra.Command {
@@ -221,7 +222,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				g.ui.printf("%s: %s\n", rec.Run, rec.Status)
+				g.ui.printSafe("%s: %s\n", rec.Run, rec.Status)
 				return nil
 			})
 		},
@@ -269,12 +270,13 @@ func newStatusCmd(g *globals) *cobra.Command {
 					}
 					return g.ui.printJSON(out)
 				}
-				g.ui.printf("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
+				// Every field can be the record's text: printed escaped.
+				g.ui.printSafe("run %s  %s  %s\n", rec.Run, rec.Name, rec.Status)
 				if rec.Reason != "" {
-					g.ui.printf("  %s\n", rec.Reason)
+					g.ui.printSafe("  %s\n", rec.Reason)
 				}
 				if orphaned {
-					g.ui.printf("  no process is executing it (the one that was died): 'hg resume %s' goes on\n", rec.Run)
+					g.ui.printSafe("  no process is executing it (the one that was died): 'hg resume %s' goes on\n", rec.Run)
 				}
 				tw := tabwriter.NewWriter(g.ui.stdout, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tRECEIPT\tNOTE")
@@ -287,7 +289,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 					if n.Memo {
 						note = "cached"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
+					textsafe.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
 				}
 				return tw.Flush()
 			})
@@ -371,11 +373,13 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 	if err != nil {
 		return err
 	}
-	g.ui.printf("run        %s\n", rec.Run)
-	g.ui.printf("workorder  %s  (%s)\n", rec.Name, rec.WorkOrder)
-	g.ui.printf("objective  %s\n", rec.Objective)
-	g.ui.printf("status     %s: %s\n", rec.Status, rec.Reason)
-	g.ui.printf("started    %s, updated %s\n", rec.Started, rec.Updated)
+	// Every field is the record's text, or a receipt's: printed escaped,
+	// one field per line at most.
+	g.ui.printSafe("run        %s\n", rec.Run)
+	g.ui.printSafe("workorder  %s  (%s)\n", rec.Name, rec.WorkOrder)
+	g.ui.printSafe("objective  %s\n", rec.Objective)
+	g.ui.printSafe("status     %s: %s\n", rec.Status, rec.Reason)
+	g.ui.printSafe("started    %s, updated %s\n", rec.Started, rec.Updated)
 	if len(rec.Decisions) > 0 {
 		asked := 0
 		for _, d := range rec.Decisions {
@@ -383,29 +387,48 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 				asked++
 			}
 		}
-		g.ui.printf("decisions  %d of class %s, %d asked\n", len(rec.Decisions), rec.Class, asked)
+		g.ui.printSafe("decisions  %d of class %s, %d asked\n", len(rec.Decisions), rec.Class, asked)
 		for _, d := range rec.Decisions {
-			line := "  " + describeDecision(d.Slot, d.Source != "", d.Value, d.Source)
-			if d.Asked {
-				line += "\n  " + strings.Repeat(" ", len(d.Slot)) + "   asked: " + d.Question
-			}
+			event := ""
 			if d.Event != nil {
-				line += "  event " + d.Event.String()
+				event = "  event " + d.Event.String()
 			}
-			g.ui.printf("%s\n", line)
+			if !d.Asked {
+				g.ui.printSafe("  %s%s\n", describeDecision(d.Slot, d.Source != "", d.Value, d.Source), event)
+				continue
+			}
+			g.ui.printSafe("  %s\n", describeDecision(d.Slot, d.Source != "", d.Value, d.Source))
+			g.ui.printSafe("  %s   asked: %s%s\n", strings.Repeat(" ", len(d.Slot)), d.Question, event)
 		}
 	}
 	g.ui.printf("\n")
 	for _, n := range rec.Nodes {
-		line := fmt.Sprintf("  %-14s %-10s", n.Name, n.State)
+		line := textsafe.Sprintf("  %-14s %-10s", n.Name, n.State)
+		var more []string // lines below the node's
 		if n.Receipt != nil {
 			r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
 			if err != nil {
 				return err
 			}
-			line += fmt.Sprintf(" %s %s  receipt %s", r.Haygent, r.Status, n.Receipt)
+			rejected, err := rejectedReceipt(ctx, st, n)
+			if err != nil {
+				return err
+			}
+			// The receipt's status, never without the scheduler's verdict
+			// when that was not "accepted", nor without its limitations.
+			status := textsafe.Escape(r.Status)
+			if rejected != "" {
+				status += " (" + rejected + ")"
+			}
+			if note := haygent.LimitationsNote(r); note != "" {
+				status += "  " + note
+			}
+			line += textsafe.Sprintf(" %s %s  receipt %s", r.Haygent, status, n.Receipt)
+			if rejected != "" && n.Reason != "" {
+				more = append(more, textsafe.Sprintf("  %14s %s", "", n.Reason))
+			}
 			if r.Halt != nil {
-				line += fmt.Sprintf("\n  %14s %s %s: %s", "", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason)
+				more = append(more, textsafe.Sprintf("  %14s %s %s: %s", "", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason))
 			}
 		}
 		if n.Memo {
@@ -415,8 +438,35 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 			line += "  blocked by " + n.BlockedBy.String()
 		}
 		g.ui.printf("%s\n", line)
+		for _, m := range more {
+			g.ui.printf("%s\n", m)
+		}
 	}
 	return nil
+}
+
+// rejectedReceipt says how the scheduler judged a node's receipt when it
+// did not accept it: "receipt rejected by the scheduler" for an
+// acceptance whose verdict is not "accepted", "receipt never accepted"
+// when the node records no acceptance of it; "" for an accepted receipt.
+func rejectedReceipt(ctx context.Context, st cas.Store, n scheduler.NodeRecord) (string, error) {
+	if n.Acceptance == nil {
+		return "receipt never accepted", nil
+	}
+	var acc scheduler.Acceptance
+	if err := st.View(ctx, n.Acceptance.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
+		return "", fmt.Errorf("node %s: acceptance %s: %w", n.Name, n.Acceptance.Cid, err)
+	}
+	if acc.Type != scheduler.TypeAcceptance {
+		return "", fmt.Errorf("node %s: %s is a %q, not an acceptance: %w", n.Name, n.Acceptance.Cid, acc.Type, cas.ErrInvalid)
+	}
+	switch {
+	case acc.Receipt.Cid != n.Receipt.Cid:
+		return "receipt never accepted: the node's acceptance is of " + acc.Receipt.Cid.String(), nil
+	case acc.Verdict != "accepted":
+		return "receipt rejected by the scheduler", nil
+	}
+	return "", nil
 }
 
 // isRunID reports whether s names a run rather than a CID.

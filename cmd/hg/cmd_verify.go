@@ -18,6 +18,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/internal/gcpolicy"
+	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -234,11 +235,50 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 		} else if f.Receipt == "" {
 			where = "run " + f.Run
 		}
-		hint := ""
-		if f.Check == haygent.CheckTrust {
-			hint = "if you trust that runner, say so: --key PUBKEY, --keys FILE, or 'hg key trust PUBKEY|FILE'"
-		}
-		return integrityError{msg: fmt.Sprintf("verification failed: %s: %s: %s", where, f.Check, f.Detail), hint: hint}
+		return verificationError(where, f.Check, f.Detail)
+	}
+	return nil
+}
+
+// verificationError is the error of a failed check: exit 4, the detail
+// escaped, and for an untrusted signer how to trust it.
+func verificationError(where, check, detail string) error {
+	hint := ""
+	if check == haygent.CheckTrust {
+		hint = "if you trust that runner, say so: --key PUBKEY, --keys FILE, or 'hg key trust PUBKEY|FILE'"
+	}
+	return integrityError{msg: textsafe.Sprintf("verification failed: %s: %s: %s", where, check, detail), hint: hint}
+}
+
+// reportReceipt prints the report of a receipt (hg report RECEIPT) with
+// its status line judged as hg verify judges the receipt, with the keys
+// the store trusts: a receipt whose signer is not trusted, or that fails
+// any check, says so there, and the report ends in exit 4.
+func reportReceipt(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger) error {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return err
+	}
+	trusted, err := storeTrust(dir)
+	if err != nil {
+		return err
+	}
+	vs, err := haygent.VerifyReceiptChain(ctx, st, l.ReceiptCID, trusted)
+	if err != nil {
+		return err
+	}
+	var v *haygent.Verification
+	if len(vs) > 0 {
+		v = vs[len(vs)-1] // the receipt itself comes last
+	}
+	if err := haygent.WriteVerifiedReport(g.ui.stdout, l, v); err != nil {
+		return err
+	}
+	if v == nil {
+		return integrityError{msg: fmt.Sprintf("verification failed: receipt %s: not verified", l.ReceiptCID)}
+	}
+	if f := v.FirstFailure(); f != nil {
+		return verificationError("receipt "+l.ReceiptCID.String(), f.Name, f.Detail)
 	}
 	return nil
 }
@@ -305,6 +345,9 @@ type receiptReport struct {
 	Blocks      int           `json:"blocks"`
 	OK          bool          `json:"ok"`
 	Checks      []checkReport `json:"checks"`
+	// statusLine is the status as the table prints it, with the
+	// receipt's limitations (haygent.StatusLine).
+	statusLine string
 }
 
 type nodeReport struct {
@@ -350,7 +393,8 @@ func (r *verifyReport) fail(f verifyFailure) {
 func (r *verifyReport) addReceipts(vs []*haygent.Verification) {
 	for _, v := range vs {
 		checks, ok := checksOf(v.Checks)
-		rr := receiptReport{Receipt: v.Receipt.String(), Run: v.Run, Status: v.Status, Transitions: v.Transitions, Blocks: v.Blocks, OK: ok, Checks: checks}
+		rr := receiptReport{Receipt: v.Receipt.String(), Run: v.Run, Status: v.Status, Transitions: v.Transitions, Blocks: v.Blocks, OK: ok, Checks: checks,
+			statusLine: statusOf(v)}
 		r.Receipts = append(r.Receipts, rr)
 		r.Transitions += v.Transitions
 		r.Blocks += v.Blocks
@@ -379,6 +423,11 @@ func (r *verifyReport) addRun(v *scheduler.RunVerification) {
 		}
 		if n.Verification != nil {
 			nr.Run, nr.Status = n.Verification.Run, n.Verification.Status
+			if o := n.Verification.Object; o != nil {
+				// Only the limitations: beside a failed node's state, a
+				// bare PASS would say more than the run does.
+				nr.statusLine = haygent.LimitationsNote(o)
+			}
 		}
 		rr.Nodes = append(rr.Nodes, nr)
 		r.Transitions += n.Transitions
@@ -408,26 +457,41 @@ func mark(ok bool) string {
 	return "FAIL"
 }
 
+// statusOf is a verified receipt's status as the table prints it: with
+// its limitations, when the receipt could be read.
+func statusOf(v *haygent.Verification) string {
+	if v.Object != nil {
+		return haygent.StatusLine(v.Object, nil)
+	}
+	return textsafe.Escape(v.Status)
+}
+
+// checks prints the checks of list. Names, states and details can quote
+// the ledger: every one is printed escaped (textsafe), on its own line.
 func (w *verifyWriter) checks(tw *tabwriter.Writer, list []checkReport, failedOnly bool) {
 	for _, c := range list {
 		if failedOnly && c.OK {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark(c.OK), c.Name, oneLine(c.Detail))
+		textsafe.Fprintf(tw, "  %s\t%s\t%s\n", mark(c.OK), c.Name, c.Detail)
 	}
 }
 
 func (w *verifyWriter) write(r *verifyReport) {
 	tw := tabwriter.NewWriter(w.out, 0, 4, 2, ' ', 0)
 	for _, rr := range r.Receipts {
-		fmt.Fprintf(tw, "receipt %s  %s  %s  %d transitions  %d blocks\n", rr.Receipt, orDash(rr.Run), orDash(rr.Status), rr.Transitions, rr.Blocks)
+		textsafe.Fprintf(tw, "receipt %s  %s  %s  %d transitions  %d blocks\n", rr.Receipt, orDash(rr.Run), orDash(rr.statusLine), rr.Transitions, rr.Blocks)
 		w.checks(tw, rr.Checks, false)
 	}
 	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "run %s  record %s  %s\n", orDash(run.Run), run.Record, orDash(run.Status))
+		textsafe.Fprintf(tw, "run %s  record %s  %s\n", orDash(run.Run), run.Record, orDash(run.Status))
 		w.checks(tw, run.Checks, false)
 		for _, n := range run.Nodes {
-			fmt.Fprintf(tw, "  %s\tnode %s\t%s  %s  %d transitions  %d checks\n", mark(n.OK), n.Node, n.State, orDash(n.Receipt), n.Transitions, len(n.Checks))
+			status := ""
+			if n.statusLine != "" {
+				status = "  " + n.statusLine
+			}
+			textsafe.Fprintf(tw, "  %s\tnode %s\t%s%s  %s  %d transitions  %d checks\n", mark(n.OK), n.Node, n.State, status, orDash(n.Receipt), n.Transitions, len(n.Checks))
 			w.checks(tw, n.Checks, !w.verbose)
 		}
 	}

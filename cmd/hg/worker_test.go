@@ -97,6 +97,16 @@ func TestWorkerOverNATS(t *testing.T) {
 	if err != nil || st.Status != "done" {
 		t.Fatalf("trusted worker: %+v %v", st, err)
 	}
+	// hg report checks the signer against the store's trust, as hg
+	// verify does: a worker's receipt is not verified here (exit 4) until
+	// the store trusts the worker.
+	out, err = exec.Command(hg, "--store", schedStore, "report", st.Nodes[0].Receipt).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(string(out), "NOT VERIFIED: signer not trusted") {
+		t.Errorf("report of a worker's receipt before the store trusts it: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(hg, "--store", schedStore, "key", "trust", workerKey).CombinedOutput(); err != nil {
+		t.Fatalf("key trust: %v %s", err, out)
+	}
 	for _, n := range st.Nodes {
 		out, err := exec.Command(hg, "--store", schedStore, "report", n.Receipt).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "status     PASS") {
