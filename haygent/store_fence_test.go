@@ -142,3 +142,37 @@ func checkFenced(t *testing.T, st cas.Store, res *haygent.Result, ws, store stri
 
 // trusted0 is the key the fenced runs are signed with.
 var trusted0 = []ed25519.PublicKey{verifyPub}
+
+// Builtin steps reach the workspace through workspace.Open, which keeps
+// every directory named .haygent out of reach: a read of the key and a
+// write to the trust file are denied and recorded, and the run halts.
+func TestBuiltinStepCannotReachStore(t *testing.T) {
+	for _, tc := range []struct{ name, path, step string }{
+		{"write_file", ".haygent/keys/trusted", `{"id": "plant", "kind": "builtin", "op": "write_file", "args": {"path": ".haygent/keys/trusted", "template": "ed25519:DXVQdU4IAKXSN-71gmA1dmubPloVhoqUCrKJlYeI47A\n"}}`},
+		{"read_file", ".haygent/keys/runner.key", `{"id": "take", "kind": "builtin", "op": "read_file", "args": {"path": ".haygent/keys/runner.key", "to": "/output/key"}}`},
+		{"roundtrip", ".haygent/keys/runner.key", `{"id": "take", "kind": "builtin", "op": "roundtrip", "args": {"path": ".haygent/keys/runner.key"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyPackage(t, "storeprobe", map[string]string{"spine/spine.json": `{"steps": [` + tc.step + `]}`})
+			st := memstore.New()
+			res, ws, trusted := fencedRun(t, st, dir, ".haygent", false)
+			r := res.Receipt
+			if r.Status != haygent.StatusHalt || r.Halt == nil || r.Halt.Verdict != "DENIED" {
+				t.Errorf("status %s, halt %+v; want HALT (DENIED)", r.Status, r.Halt)
+			}
+			if len(r.Denied) == 0 {
+				t.Error("no denial recorded")
+			}
+			for _, d := range r.Denied {
+				if d.Rule != "inside an hg store" || d.Target != tc.path {
+					t.Errorf("denied %+v, want %s inside an hg store", d, tc.path)
+				}
+			}
+			if got, _ := os.ReadFile(filepath.Join(ws, ".haygent", "keys", "trusted")); !bytes.Equal(got, trusted) {
+				t.Errorf("the trust file is now %q, want %q", got, trusted)
+			}
+			seed := storeKey.Seed()
+			grepStore(t, st, []string{string(seed), base64.StdEncoding.EncodeToString(seed), base64.RawURLEncoding.EncodeToString(seed)})
+		})
+	}
+}
