@@ -6,14 +6,8 @@
 // in exit.go and in SPEC.md.
 package main
 
-import (
-	"os"
-
-	"github.com/haygent/hg/haygent/sandbox"
-)
+import "os"
 
 func main() {
-	// In the init of a confined exec step, this never returns.
-	sandbox.Init()
 	os.Exit(Main())
 }

@@ -17,12 +17,10 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
-	"github.com/haygent/hg/haygent/sandbox"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init()
 	testscript.Main(m, map[string]func(){
 		"hg": func() { os.Exit(Main()) },
 	})

@@ -1,76 +1,14 @@
 package sandbox
 
 import (
+	"github.com/haygent/hg/haygent/sandbox/initproc"
+
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 )
-
-// initArg0 is the argv[0] under which the program re-executes itself as
-// the init of a confined command (see [Init]).
-const initArg0 = "hg-sandbox-init"
-
-// initReady records that the program called [Init] at start, so that
-// re-executing it as the init of a confined command is safe. It is set
-// once, by main or TestMain, before any Run.
-var initReady atomic.Bool
-
-// Init must be called first thing in main (and in TestMain of every test
-// binary that runs confined commands). In the program started as the init
-// of a confined command it sets up the confinement, runs the command and
-// exits, never returning; in every other case it returns at once and
-// enables confined runs ([Spec.Confine]).
-func Init() {
-	if len(os.Args) > 0 && os.Args[0] == initArg0 {
-		os.Exit(initMain())
-	}
-	initReady.Store(true)
-}
-
-// initConfig is what Run tells the init of a confined command, as JSON on
-// file descriptor 3.
-type initConfig struct {
-	Path string   // the resolved program
-	Argv []string // its argv
-	Dir  string
-	Env  []string
-
-	// Landlock is the Landlock ABI to enforce with, 0 for none. Read and
-	// Write are the hierarchies the command may read (and execute), and
-	// also write; Devices are device files it may read and write.
-	Landlock int
-	Read     []string
-	Write    []string
-	Devices  []string
-
-	// Proc says the init is in new PID and mount namespaces and mounts a
-	// fresh /proc; Net says it is in a new network namespace and brings
-	// its loopback up.
-	Proc bool
-	Net  bool
-
-	// Bridge, if set, is a Unix socket that the init serves on
-	// 127.0.0.1:[BridgePort] inside the network namespace: each TCP
-	// connection there is joined to a new connection to Bridge.
-	Bridge string
-}
-
-// initStatus is what the init reports, as JSON on file descriptor 4,
-// once the command has ended or could not be started.
-type initStatus struct {
-	Code   int    // the command's exit status, -1 if killed or not started
-	Signal string // the signal that killed it
-	Stage  string // where setting up failed, if Err is set
-	Err    string
-}
-
-// BridgePort is the port on 127.0.0.1, inside a confined command's
-// network namespace, where its network proxy is reached (HTTP_PROXY and
-// HTTPS_PROXY name it).
-const BridgePort = 3128
 
 // SystemReadPaths are the hierarchies every confined command may read and
 // execute, besides [Spec.Read]: the system's programs and libraries, and
@@ -107,10 +45,6 @@ func existing(ps []string) []string {
 	return out
 }
 
-// MaxLandlockABI is the highest Landlock ABI that confinement uses; a
-// newer kernel is used at this ABI.
-const MaxLandlockABI = 7
-
 // confinement is what a confined run gets on this machine: the namespaces
 // of mode, and Landlock at abi (0: none).
 type confinement struct {
@@ -124,7 +58,7 @@ func (c confinement) isolation() []string {
 	var out []string
 	out = append(out, c.mode.isolation()...)
 	if c.abi > 0 {
-		out = append(out, "landlock-fs:abi"+strconv.Itoa(min(c.abi, MaxLandlockABI)))
+		out = append(out, "landlock-fs:abi"+strconv.Itoa(min(c.abi, initproc.MaxLandlockABI)))
 		if c.abi >= 6 {
 			out = append(out, "landlock-scope")
 		}
@@ -154,7 +88,7 @@ func (c confinement) hasNetns() bool {
 // send HTTP and HTTPS through the bridge to the network proxy, replacing
 // any the caller set.
 func withProxyEnv(env []string) []string {
-	url := "http://127.0.0.1:" + strconv.Itoa(BridgePort)
+	url := "http://127.0.0.1:" + strconv.Itoa(initproc.BridgePort)
 	set := map[string]bool{}
 	var out []string
 	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {

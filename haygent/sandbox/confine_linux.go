@@ -3,8 +3,9 @@
 package sandbox
 
 import (
+	"github.com/haygent/hg/haygent/sandbox/initproc"
+
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,10 +51,6 @@ func probeConfinement() (confinement, string) {
 		abi = 0
 		reasons = append(reasons, fmt.Sprintf("Landlock unavailable (%v)", err))
 	}
-	if !initReady.Load() {
-		reasons = append(reasons, "the program did not call sandbox.Init at start")
-		return confinement{}, strings.Join(reasons, "; ")
-	}
 	path, err := resolve("true", nil, "/")
 	if err != nil {
 		return confinement{}, "cannot probe: " + err.Error()
@@ -92,10 +89,7 @@ type confinedResult struct {
 // run of path under c. The caller sets its output and input, starts it
 // and calls done once it has exited.
 func startConfined(c confinement, s Spec, path string, env []string, bridge string) (*confinedRun, error) {
-	if !initReady.Load() {
-		return nil, errors.New("sandbox: confined runs need sandbox.Init called at the start of the program")
-	}
-	cfg := initConfig{
+	cfg := initproc.Config{
 		Path: path, Argv: s.Argv, Dir: s.Dir, Env: env,
 		Proc:   c.mode == nsUserConfined || c.mode == nsConfined,
 		Net:    c.mode == nsUserConfined || c.mode == nsConfined,
@@ -130,7 +124,7 @@ func startConfined(c confinement, s Spec, path string, env []string, bridge stri
 	attr.Pdeathsig = syscall.SIGKILL
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
-		Args:        []string{initArg0},
+		Args:        []string{initproc.Arg0},
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{cfgR, stW},
@@ -163,7 +157,7 @@ func (r *confinedRun) done() (res confinedResult, note string, err error) {
 		// reported: the command went with it.
 		return confinedResult{code: -1, signal: "killed"}, "", nil
 	}
-	var st initStatus
+	var st initproc.Status
 	if err := json.Unmarshal(data, &st); err != nil {
 		return confinedResult{code: -1}, "", fmt.Errorf("sandbox: confined init: bad status %q", data)
 	}

@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"github.com/haygent/hg/haygent/sandbox/initproc"
+
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +93,7 @@ func TestConfinedProc(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", res.ExitCode, res.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], initArg0) {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], initproc.Arg0) {
 		t.Fatalf("stdout %q: want the init as PID 1", res.Stdout)
 	}
 	if n := strings.TrimSpace(lines[1]); n != "3" && n != "4" {

@@ -89,7 +89,6 @@ func dial(addr string) int {
 }
 
 func TestMain(m *testing.M) {
-	Init()
 	if name := os.Getenv(helperVar); name != "" {
 		h := helpers[name]
 		if h == nil {

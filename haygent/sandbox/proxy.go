@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/haygent/hg/haygent/sandbox/initproc"
 )
 
 // NetCheck decides whether a confined command may connect to hostport
@@ -151,7 +152,7 @@ func (p *proxy) handle(c net.Conn) {
 			return
 		}
 	}
-	join(c, up)
+	initproc.Join(c, up)
 }
 
 func (p *proxy) refuse(c net.Conn, target, rule string) {
@@ -175,21 +176,4 @@ func (p *proxy) close() []NetDenial {
 	p.wg.Wait()
 	os.RemoveAll(p.dir)
 	return p.denials
-}
-
-// join copies a to b and b to a until both directions end, passing each
-// end of stream on as a half close.
-func join(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		} else {
-			dst.Close()
-		}
-	}
-	wg.Go(func() { half(a, b) })
-	wg.Go(func() { half(b, a) })
-	wg.Wait()
 }

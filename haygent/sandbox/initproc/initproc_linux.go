@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package initproc
 
 import (
 	"encoding/json"
@@ -16,14 +16,14 @@ import (
 )
 
 // initMain is the init of a confined command: the first process of its
-// namespaces. It reads its [initConfig] from descriptor 3, sets up a fresh
+// namespaces. It reads its [Config] from descriptor 3, sets up a fresh
 // /proc, the loopback and the bridge to the network proxy, restricts
 // itself with Landlock (which the command inherits), runs the command with
-// descriptors 0-2, and reports its [initStatus] on descriptor 4. It never
+// descriptors 0-2, and reports its [Status] on descriptor 4. It never
 // writes to descriptors 0-2 itself.
-func initMain() int {
+func run() int {
 	status := os.NewFile(4, "status")
-	report := func(st initStatus) int {
+	report := func(st Status) int {
 		if status != nil {
 			json.NewEncoder(status).Encode(st)
 			status.Close()
@@ -31,11 +31,11 @@ func initMain() int {
 		return 0
 	}
 	fail := func(stage string, err error) int {
-		return report(initStatus{Code: -1, Stage: stage, Err: err.Error()})
+		return report(Status{Code: -1, Stage: stage, Err: err.Error()})
 	}
 	// Nothing the command runs may trace or read the init's memory.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	var cfg initConfig
+	var cfg Config
 	cf := os.NewFile(3, "config")
 	if cf == nil {
 		return fail("config", errors.New("no configuration descriptor"))
@@ -83,7 +83,7 @@ func initMain() int {
 		return fail("start", err)
 	}
 	cmd.Wait()
-	st := initStatus{Code: cmd.ProcessState.ExitCode()}
+	st := Status{Code: cmd.ProcessState.ExitCode()}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Signal = ws.Signal().String()
 	}
@@ -98,7 +98,7 @@ var landlockConfigs = []landlock.Config{
 // restrict applies cfg's file system rules to every thread of this
 // process, and, from ABI 6 on, scopes signals and abstract Unix sockets to
 // the domain.
-func restrict(cfg initConfig) error {
+func restrict(cfg Config) error {
 	abi := min(cfg.Landlock, MaxLandlockABI)
 	c := landlockConfigs[abi-1]
 	var rules []landlock.Rule
@@ -165,7 +165,7 @@ func serveBridge(l net.Listener, sock string) {
 				return
 			}
 			defer u.Close()
-			join(c, u)
+			Join(c, u)
 		}()
 	}
 }
