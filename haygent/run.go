@@ -659,13 +659,19 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 				src = nil
 			}
 		}
-		rep, perr := evidence.ParseTestReport(format, bytes.NewReader(src))
-		data := map[string]any{}
-		if perr != nil {
+		var data map[string]any
+		if file != "" && sandbox.Holds(src, secrets) {
+			// Parsed, it would put the secret into names and messages.
+			data = (&evidence.TestReport{Format: format, Problems: []string{
+				"report " + file + " holds the value of a granted secret: refused as evidence"}}).Data()
+		} else if rep, perr := evidence.ParseTestReport(format, bytes.NewReader(src)); perr != nil {
 			data = (&evidence.TestReport{Format: format, Problems: []string{perr.Error()}}).Data()
 		} else {
 			data = rep.Data()
 		}
+		// Every string taken from the step's output is redacted before
+		// it is stored, as the output itself is.
+		data = redactStrings(data, secrets).(map[string]any)
 		link, err := r.observe(s.ID, evidence.KindTestReport, subject, data)
 		if err != nil {
 			return nil, err
@@ -681,8 +687,12 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	// A file holding a granted secret's value is never applied or stored.
 	var clean workspace.Changes
 	for _, c := range changes {
+		if sandbox.Holds([]byte(c.Path), secrets) {
+			rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: string(sandbox.Redact([]byte(c.Path), secrets)), Rule: "its name holds the value of a granted secret"})
+			continue
+		}
 		if c.After != nil && len(secrets) > 0 {
-			if data, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(c.Path))); err == nil && containsAny(data, secrets) {
+			if data, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(c.Path))); err == nil && sandbox.Holds(data, secrets) {
 				rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: c.Path, Rule: "holds the value of a granted secret"})
 				continue
 			}
@@ -1393,15 +1403,6 @@ func validate(sch *jsonschema.Schema, v any) error {
 		return err
 	}
 	return nil
-}
-
-func containsAny(data []byte, secrets []string) bool {
-	for _, s := range secrets {
-		if s != "" && bytes.Contains(data, []byte(s)) {
-			return true
-		}
-	}
-	return false
 }
 
 // adjustableDefaults returns the "default" of every property of the

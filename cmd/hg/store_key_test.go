@@ -32,25 +32,33 @@ func keyNeedles(t *testing.T, keyFile string) map[string][]byte {
 	}
 	out := map[string][]byte{"key file": bytes.TrimSpace(text)}
 	for name, raw := range map[string][]byte{"seed": key.Seed(), "private key": []byte(key)} {
-		out[name+" raw"] = raw
-		out[name+" hex"] = []byte(hex.EncodeToString(raw))
-		out[name+" HEX"] = []byte(strings.ToUpper(hex.EncodeToString(raw)))
-		for enc, e := range map[string]*base64.Encoding{
-			"base64": base64.StdEncoding, "base64url": base64.URLEncoding,
-			"raw base64": base64.RawStdEncoding, "raw base64url": base64.RawURLEncoding,
-		} {
-			out[name+" "+enc] = []byte(e.EncodeToString(raw))
-			// Inside a longer text: the characters made of the key's
-			// bits alone, after 0, 1 or 2 bytes of something else.
-			for k := range 3 {
-				s := e.EncodeToString(append(make([]byte, k), raw...))
-				first := (8*k + 5) / 6
-				last := (8*(k+len(raw)))/6 - 1
-				out[name+" "+enc+" at +"+string(rune('0'+k))] = []byte(s[first : last+1])
-			}
-		}
+		addEncodedForms(out, name, raw)
 	}
 	return out
+}
+
+// addEncodedForms adds to out, under names starting with name, raw as
+// bytes, in hex (both cases) and in base64 (standard and URL alphabets,
+// padded or not, and at each of the three alignments a longer base64
+// text could give it).
+func addEncodedForms(out map[string][]byte, name string, raw []byte) {
+	out[name+" raw"] = raw
+	out[name+" hex"] = []byte(hex.EncodeToString(raw))
+	out[name+" HEX"] = []byte(strings.ToUpper(hex.EncodeToString(raw)))
+	for enc, e := range map[string]*base64.Encoding{
+		"base64": base64.StdEncoding, "base64url": base64.URLEncoding,
+		"raw base64": base64.RawStdEncoding, "raw base64url": base64.RawURLEncoding,
+	} {
+		out[name+" "+enc] = []byte(e.EncodeToString(raw))
+		// Inside a longer text: the characters made of raw's bits
+		// alone, after 0, 1 or 2 bytes of something else.
+		for k := range 3 {
+			s := e.EncodeToString(append(make([]byte, k), raw...))
+			first := (8*k + 5) / 6
+			last := (8*(k+len(raw)))/6 - 1
+			out[name+" "+enc+" at +"+string(rune('0'+k))] = []byte(s[first : last+1])
+		}
+	}
 }
 
 // grepKey fails the test for each file under root (but those under

@@ -128,3 +128,14 @@ func redactUpTo(b []byte, forms [][]byte, cut int) []byte {
 	}
 	return out
 }
+
+// Holds reports whether b holds any of the forms of any of secrets that
+// [Redact] would replace.
+func Holds(b []byte, secrets []string) bool {
+	for _, f := range secretForms(secrets) {
+		if bytes.Contains(b, f) {
+			return true
+		}
+	}
+	return false
+}
