@@ -773,7 +773,7 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 			return nil, err
 		}
 		var err error
-		if ws, err = workspace.Open(r.workspace, r.pkg.Permissions); err != nil {
+		if ws, err = workspace.Open(r.workspace, r.pkg.Permissions, r.opts.StoreDir); err != nil {
 			return nil, err
 		}
 		defer ws.Close()
@@ -1095,7 +1095,7 @@ func (r *runner) verifyProposal(slot Slot, raw []byte) (map[string]any, []string
 			err := r.needWorkspace()
 			var ws *workspace.Workspace
 			if err == nil {
-				ws, err = workspace.Open(r.workspace, r.pkg.Permissions)
+				ws, err = workspace.Open(r.workspace, r.pkg.Permissions, r.opts.StoreDir)
 			}
 			if err == nil {
 				_, err = ws.ReadFile(p)
