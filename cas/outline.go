@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/ipfs/go-cid"
 )
 
@@ -19,7 +20,8 @@ const OutlineOver = ChunkSize
 // Otherwise it returns a copy of m in which values are stored out of
 // line, each as a file holding its canonical DAG-CBOR encoding (store
 // stores those bytes, as [PutFile] does, and returns the file's root)
-// and replaced by a link to it:
+// and replaced by a link to it (a [Link], which [Marshal] encodes as one
+// inside any field; decoded, it is a cid.Cid):
 //
 //   - every value whose encoding is over [OutlineOver], unless it is a
 //     list or a map that comes to at most OutlineOver once its own
@@ -84,7 +86,7 @@ func Outline(m map[string]any, budget int, store func(enc []byte) (cid.Cid, erro
 		var nv any
 		var err error
 		if whole[k] {
-			nv, err = o.whole(v)
+			nv, err = o.link(v)
 		} else {
 			nv, err = o.apply(v, 1)
 		}
@@ -155,7 +157,7 @@ func (o *outliner) apply(v any, depth int) (any, error) {
 		return nil, err
 	}
 	if n == outlinedSize {
-		return o.whole(v)
+		return o.link(v)
 	}
 	switch x := v.(type) {
 	case []any:
@@ -175,10 +177,19 @@ func (o *outliner) apply(v any, depth int) (any, error) {
 		}
 		return out, nil
 	}
-	return o.whole(v)
+	return o.link(v)
 }
 
-// whole stores v out of line and returns the link to it.
+// link stores v out of line and returns the link to it.
+func (o *outliner) link(v any) (any, error) {
+	c, err := o.whole(v)
+	if err != nil {
+		return nil, err
+	}
+	return Link{c}, nil
+}
+
+// whole stores v out of line and returns its CID.
 func (o *outliner) whole(v any) (cid.Cid, error) {
 	s, isString := v.(string)
 	if isString {
@@ -203,10 +214,30 @@ func (o *outliner) whole(v any) (cid.Cid, error) {
 	return c, nil
 }
 
-// HasLink reports whether v, a data-model value, holds a link.
-func HasLink(v any) bool {
+// LinkOf returns the CID v stands for when v is a link in any of the
+// forms a value may hold one: a cid.Cid ([DecodeNode]), a [Link], or
+// the tag 42 [Unmarshal] gives in a field of type any.
+func LinkOf(v any) (cid.Cid, bool) {
 	switch x := v.(type) {
 	case cid.Cid:
+		return x, true
+	case Link:
+		return x.Cid, true
+	case cbor.Tag:
+		if b, ok := x.Content.([]byte); ok && x.Number == linkTag {
+			if c, err := linkFromBytes(b); err == nil {
+				return c, true
+			}
+		}
+	}
+	return cid.Undef, false
+}
+
+// HasLink reports whether v, a data-model value, holds a link in any
+// form [LinkOf] reads, or another tag.
+func HasLink(v any) bool {
+	switch x := v.(type) {
+	case cid.Cid, Link, cbor.Tag:
 		return true
 	case []any:
 		return slices.ContainsFunc(x, HasLink)
@@ -220,8 +251,8 @@ func HasLink(v any) bool {
 	return false
 }
 
-// Inline returns m with every link in it replaced by the value it
-// outlines, as read returns it ([ReadOutlined], or a cache of it). It
+// Inline returns m with every link in it (in any form [LinkOf] reads)
+// replaced by the value it outlines, as read returns it ([ReadOutlined], or a cache of it). It
 // returns m itself when m holds no link, and shares with m every list
 // and map that holds none.
 func Inline(m map[string]any, read func(cid.Cid) (any, error)) (map[string]any, error) {
@@ -236,9 +267,12 @@ func Inline(m map[string]any, read func(cid.Cid) (any, error)) (map[string]any, 
 }
 
 func inline(v any, read func(cid.Cid) (any, error)) (any, error) {
+	if c, ok := LinkOf(v); ok {
+		return read(c)
+	}
 	switch x := v.(type) {
-	case cid.Cid:
-		return read(x)
+	case cbor.Tag:
+		return nil, fmt.Errorf("tag %d where a link or a value is expected: %w", x.Number, ErrInvalid)
 	case []any:
 		if !HasLink(x) {
 			return x, nil
@@ -343,6 +377,10 @@ func encodedSize(v any, depth int) (int, error) {
 	case cid.Cid:
 		if x.Defined() {
 			return linkSize(x), nil
+		}
+	case Link:
+		if x.Defined() {
+			return linkSize(x.Cid), nil
 		}
 	case []any:
 		if depth >= maxDepth {

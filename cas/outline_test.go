@@ -62,7 +62,7 @@ func TestOutlineThresholdIsExact(t *testing.T) {
 	if out["at"] != at {
 		t.Errorf("a value of exactly %d bytes went out of line", cas.OutlineOver)
 	}
-	if _, ok := out["over"].(cid.Cid); !ok {
+	if _, ok := out["over"].(cas.Link); !ok {
 		t.Errorf("a value of %d bytes stayed in place", cas.OutlineOver+1)
 	}
 	// Sizes of every kind and head width agree with the encoder: a list
@@ -137,10 +137,10 @@ func TestOutlineRoundTrip(t *testing.T) {
 	}
 	if deep, ok := nested["deep"].([]any); !ok || deep[1] != int64(1) {
 		t.Fatalf("the list around a large string went whole: %v", nested["deep"])
-	} else if _, ok := deep[0].(cid.Cid); !ok {
+	} else if _, ok := deep[0].(cas.Link); !ok {
 		t.Fatalf("the large string inside stayed")
 	}
-	if _, ok := out["ints"].(cid.Cid); !ok {
+	if _, ok := out["ints"].(cas.Link); !ok {
 		t.Errorf("a list of many small items stayed in place")
 	}
 	if calls != 4 { // text once, the deep string, ints, bytes
@@ -153,6 +153,25 @@ func TestOutlineRoundTrip(t *testing.T) {
 	want, _ := cas.DecodeNode(mustEncode(t, m))
 	if !reflect.DeepEqual(back, want) {
 		t.Fatal("the value read back differs")
+	}
+	// Stored, the links are links (tag 42) inside a typed object too, and
+	// decode as CIDs, which Inline reads back the same.
+	type holder struct {
+		Payload map[string]any `cbor:"payload"`
+	}
+	var h holder
+	if err := cas.Unmarshal(mustMarshal(t, &holder{Payload: out}), &h); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := cas.LinkOf(h.Payload["text"]); !ok || c != out["text"].(cas.Link).Cid {
+		t.Fatalf("an outlined value decodes as %T, not its link", h.Payload["text"])
+	}
+	if !bytes.Equal(mustMarshal(t, &holder{Payload: out}), mustEncode(t, map[string]any{"payload": out})) {
+		t.Error("Marshal and EncodeNode encode the outlined map differently")
+	}
+	back, err = cas.Inline(h.Payload, func(c cid.Cid) (any, error) { return cas.ReadOutlined(ctx, st, c) })
+	if err != nil || !reflect.DeepEqual(back, want) {
+		t.Fatalf("the value read back from the stored object differs (%v)", err)
 	}
 	// The same map outlined again makes the same object.
 	again, err := cas.Outline(m, budget, store)
@@ -207,7 +226,7 @@ func TestOutlineTopLevel(t *testing.T) {
 	}
 	var moved []string
 	for _, k := range []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"} {
-		if _, ok := out[k].(cid.Cid); ok {
+		if _, ok := out[k].(cas.Link); ok {
 			moved = append(moved, k)
 		}
 	}

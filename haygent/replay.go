@@ -192,6 +192,9 @@ func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOpti
 	if err := loadTyped(ctx, st, rc.Input.Cid, &in); err != nil {
 		return nil, incomplete("input packet", err)
 	}
+	if in.Payload, err = InlinePayload(ctx, st, in.Payload); err != nil {
+		return nil, incomplete("input packet", err)
+	}
 	p.input = in.Payload
 	if p.input == nil {
 		p.input = map[string]any{}
@@ -556,6 +559,14 @@ func packetWork(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
 	var p Packet
 	if err := loadTyped(ctx, st, c, &p); err != nil {
 		return "", err
+	}
+	if outlinedVolatile(&p) {
+		// What is left out may sit in a value stored apart: the form is
+		// then that of the payload read back whole.
+		var err error
+		if p.Payload, err = InlinePayload(ctx, st, p.Payload); err != nil {
+			return "", err
+		}
 	}
 	changed := false
 	switch p.Schema {

@@ -749,6 +749,11 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	v.Run, v.Status = r.Run, r.Status
 	v.Transitions = len(chain)
 
+	// Values the packets hold out of line (largevalue.go) are read back
+	// before the packets are handed out and the canonical form judged.
+	if err := vr.readOutlined(&r); err != nil {
+		return err
+	}
 	v.Object = &r
 	v.Input, _ = vr.decoded[r.Input.Cid].(*Packet)
 	if r.Output != nil {

@@ -200,10 +200,11 @@ func LoadRecord(ctx context.Context, st cas.Store, run string) (*Record, cid.Cid
 }
 
 // LoadWorkOrder reads the Work Order a run record names, as stored
-// (package trees by CID) and as a [dag.WorkOrder].
+// (package trees by CID) and as a [dag.WorkOrder]. One over the block
+// limit is stored under an envelope ([cas.GetObject]).
 func LoadWorkOrder(ctx context.Context, st cas.Store, rec *Record) (dag.Object, *dag.WorkOrder, error) {
 	var obj dag.Object
-	if err := st.View(ctx, rec.WorkOrder.Cid, func(d []byte) error { return cas.Unmarshal(d, &obj) }); err != nil {
+	if err := cas.GetObject(ctx, st, rec.WorkOrder.Cid, &obj); err != nil {
 		return obj, nil, err
 	}
 	wo, err := dag.FromObject(obj)

@@ -256,11 +256,14 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 	if err != nil {
 		return "", err
 	}
-	wob := cas.NewBlock(cas.DagCBOR, data)
-	if err := w.Add(ctx, wob); err != nil {
-		return "", err
+	// A Work Order over the block limit (a 20 MB input, 100,000 nodes)
+	// is stored as a file under an envelope that lists its links;
+	// LoadWorkOrder reads either.
+	wob, err := cas.PutObject(ctx, w, data)
+	if err != nil {
+		return "", fmt.Errorf("store the work order: %w", err)
 	}
-	rec := &Record{Type: TypeRun, Run: run, WorkOrder: cas.Link{Cid: wob.CID()}, Name: plan.WorkOrder.Name,
+	rec := &Record{Type: TypeRun, Run: run, WorkOrder: cas.Link{Cid: wob}, Name: plan.WorkOrder.Name,
 		Objective: plan.WorkOrder.Objective, Status: StatusRunning, Started: s.stamp(), Updated: s.stamp(),
 		Decisions: plan.Decisions}
 	if len(plan.WorkOrder.Decisions) > 0 {
@@ -823,7 +826,8 @@ func receiptOutput(ctx context.Context, st cas.Store, receipt cid.Cid, r *haygen
 	if err != nil {
 		return nil, err
 	}
-	return p.Payload, nil
+	// Values over the block limit are stored apart: read them back.
+	return haygent.InlinePayload(ctx, st, p.Payload)
 }
 
 // invoke runs one node: input by pointer from upstream outputs, the memo
