@@ -163,7 +163,7 @@ The receipt is signed with the store's runner key (made on first use; see
 	cmd.Flags().StringVar(&wsDir, "workspace", "", "the workspace `DIR` the Haygent works on")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
-	cmd.Flags().BoolVar(&allowUnisolated, "allow-unisolated", false, "run exec steps without a network namespace where none can be had (the receipt says so)")
+	cmd.Flags().BoolVar(&allowUnisolated, "allow-unisolated", false, "run exec steps with less than their whole confinement where the kernel cannot give it (the receipt says what was missing)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {receipt, status, run, ...} as JSON")
 	cmd.Flags().StringVar(&pin, "pin", "", "pin the receipt (and so the whole run) under `NAME`")
 	return cmd

@@ -42,7 +42,7 @@ the receipt reaches is missing or damaged, 1 for an unknown receipt or run.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "start from a copy of `DIR` instead of the recorded workspace snapshot")
-	cmd.Flags().BoolVar(&opts.AllowUnisolated, "allow-unisolated", false, "run exec steps without a network namespace where none can be had")
+	cmd.Flags().BoolVar(&opts.AllowUnisolated, "allow-unisolated", false, "run exec steps with less than their whole confinement where the kernel cannot give it (the receipt says what was missing)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	return cmd
 }

@@ -1,7 +1,8 @@
 // Package sandbox runs the one command a Haygent exec step is granted: the
 // exact argv, no shell, in a scratch directory, with an environment built
-// from nothing, a wall-clock limit, captured and capped output, and, when
-// the Haygent's permissions say network:none, no network.
+// from nothing, a wall-clock limit, captured and capped output, and,
+// confined ([Spec.Confine]), under Landlock in namespaces of its own whose
+// only way out is an allowlisting proxy.
 //
 // [Run] is the whole interface. It never decides policy: the caller (the
 // runtime) says what to run, where, with which environment and limits; Run
@@ -77,7 +78,27 @@
 // what was read, and says so in [Result.Limitations]; that process is not
 // killed. Only a PID namespace or a cgroup would close this gap.
 //
-// # Network isolation
+// # Confinement
+//
+// With [Spec.Confine] on Linux, Run starts the program itself again as the
+// init of the command (package initproc), in new user, PID, mount, IPC, UTS
+// and network namespaces. The init mounts a fresh /proc, brings the
+// namespace's loopback up, restricts itself and so the command with
+// Landlock to reading [SystemReadPaths], [Spec.Read], [Spec.Dir] and
+// [Spec.Write], and writing only Dir and Write, starts the command and
+// reports how it ended. With [Spec.NetCheck], a proxy on a Unix socket
+// outside the namespace, bridged to 127.0.0.1:[initproc.BridgePort] inside
+// it and named in HTTP_PROXY and HTTPS_PROXY, connects the command to the
+// HOST:PORT pairs NetCheck allows and records the rest in
+// [Result.NetDenials]. Killing the init at the time limit ends every
+// process in the namespace. [Confinement] says what this machine gives;
+// where it is not the whole, Run fails with [ErrNoIsolation] unless
+// [Spec.AllowUnisolated] is set, and then [Result.Limitations] names each
+// missing part. [Result.Isolation] names each part in force: "userns",
+// "pidns", "mntns", "procfs", "netns", "ipcns", "utsns",
+// "landlock-fs:abiN", "landlock-scope", "net-proxy".
+//
+// # Network isolation without confinement
 //
 // With [Spec.NoNetwork] on Linux the command runs in a new network
 // namespace, which holds only a loopback interface that is down and has no
