@@ -250,7 +250,7 @@ func summarize(ev *Evidence) string {
 		if d["timed_out"] == true {
 			s += " (timed out)"
 		}
-		return s
+		return s + isolationNote(d["isolation"])
 	case "test_report":
 		return fmt.Sprintf("%v total, %v passed, %v failed, %v skipped", d["total"], d["passed"], d["failed"], d["skipped"])
 	case "digest":
@@ -264,6 +264,32 @@ func summarize(ev *Evidence) string {
 		return fmt.Sprintf("sha256 %v", short(d["sha256"]))
 	}
 	return ""
+}
+
+// isolationNote says what confined an exec step, from its exit
+// evidence's isolation list: "  confined: userns pidns ...", or
+// "  NOT CONFINED" when Landlock was not among it.
+func isolationNote(v any) string {
+	list, ok := v.([]any)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	confined := false
+	for _, x := range list {
+		s, _ := x.(string)
+		switch {
+		case s == "scrubbed-env" || s == "new-session" || s == "timeout":
+			continue
+		case strings.HasPrefix(s, "landlock-fs"):
+			confined = true
+		}
+		parts = append(parts, s)
+	}
+	if !confined {
+		return "  NOT CONFINED " + strings.Join(parts, " ")
+	}
+	return "  confined: " + strings.Join(parts, " ")
 }
 
 func short(v any) string {
