@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -44,6 +45,14 @@ type proxy struct {
 // dialTimeout bounds the proxy's connection to an allowed target.
 const dialTimeout = 30 * time.Second
 
+// maxHead and headTimeout bound a request head; maxConns bounds the
+// connections the proxy holds at once, both directions counted.
+const (
+	maxHead     = 64 << 10
+	headTimeout = 30 * time.Second
+	maxConns    = 512
+)
+
 // newProxy listens on a new Unix socket in a private directory.
 func newProxy(check NetCheck) (*proxy, error) {
 	dir, err := os.MkdirTemp("", "hg-net-*")
@@ -69,12 +78,25 @@ func (p *proxy) serve() {
 			c.Close()
 			return
 		}
+		if p.open() > maxConns {
+			p.track(c, false)
+			c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+			c.Close()
+			continue
+		}
 		p.wg.Go(func() {
 			defer p.track(c, false)
 			defer c.Close()
 			p.handle(c)
 		})
 	}
+}
+
+// open returns how many connections the proxy holds.
+func (p *proxy) open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
 }
 
 // track adds or removes an open connection; it refuses to add one once
@@ -94,11 +116,15 @@ func (p *proxy) track(c net.Conn, add bool) bool {
 }
 
 func (p *proxy) handle(c net.Conn) {
-	br := bufio.NewReader(c)
+	// The request head is bounded in size and time; what follows it
+	// is read from c itself.
+	c.SetReadDeadline(time.Now().Add(headTimeout))
+	br := bufio.NewReader(io.LimitReader(c, maxHead))
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{})
 	var target string
 	if req.Method == http.MethodConnect {
 		target = req.Host
