@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,24 +132,9 @@ func runCase(t *testing.T, file string) {
 			c.Input[k] = filepath.Join(tmp, strings.TrimPrefix(s, "OUTSIDE:"))
 		}
 	}
-	var accepted atomic.Int32
+	accepted := new(atomic.Int32)
 	if c.Input["addr"] == "LISTENER" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				conn.Close()
-			}
-		}()
-		c.Input["addr"] = ln.Addr().String()
+		c.Input["addr"], accepted = countingListener(t)
 	}
 	pkg, err := haygent.Load(filepath.Join(fixtures, c.Haygent))
 	if err != nil {

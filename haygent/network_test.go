@@ -20,23 +20,7 @@ func TestNetworkGrantReachesHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles Go code; skipped in -short")
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	addr := ln.Addr().String()
+	addr, accepted := countingListener(t)
 
 	dir := filepath.Join(t.TempDir(), "proxyprobe")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "haygents", "proxyprobe"))); err != nil {
@@ -73,4 +57,27 @@ func TestNetworkGrantReachesHost(t *testing.T) {
 	if accepted.Load() == 0 {
 		t.Error("the granted listener saw no connection")
 	}
+}
+
+// countingListener listens on a free port of 127.0.0.1 until the test ends
+// and counts the connections it accepts.
+func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), accepted
 }
