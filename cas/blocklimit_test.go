@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,31 @@ func TestWriterRefusesBlockOverLimit(t *testing.T) {
 	})
 	if n != 2 {
 		t.Fatalf("%d blocks stored, want 2", n)
+	}
+}
+
+// A directory whose tree node would be over the limit is refused, naming
+// the directory and the limit, and no root comes back: one node holds a
+// whole directory (sharding it is future work).
+func TestPutTreeRefusesDirectoryOverLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 14,000 files")
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "crowded")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 240)
+	for i := range 14000 {
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("%s%06d", long, i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := memstore.New()
+	c, err := cas.PutTree(context.Background(), st, dir, nil)
+	if !errors.Is(err, cas.ErrTooLarge) || !strings.Contains(err.Error(), "directory crowded: its 14000 entries") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("over the block limit of %d bytes", cas.MaxBlockSize)) {
+		t.Fatalf("PutTree = %v, %v; want the crowded directory refused, naming the limit", c, err)
 	}
 }

@@ -225,6 +225,10 @@ func (p *treePutter) dir(rel string) (cid.Cid, uint64, error) {
 	if err != nil {
 		return cid.Undef, 0, err
 	}
+	if len(data) > MaxBlockSize {
+		// One node per directory: sharding one is future work.
+		return cid.Undef, 0, fmt.Errorf("directory %s: its %d entries make a tree node of %d bytes, over the block limit of %d bytes: %w", rel, len(node.Entries), len(data), MaxBlockSize, ErrTooLarge)
+	}
 	b := NewBlock(DagCBOR, data)
 	return b.cid, total, p.w.Add(p.ctx, b)
 }
