@@ -50,7 +50,7 @@ func (r *runner) fitBlock(v any, data []byte) ([]byte, error) {
 		return c, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("packet of %d bytes, over the block limit of %d bytes: %w", len(data), cas.MaxBlockSize, err)
+		return nil, fmt.Errorf("packet of %d bytes cannot be brought within the block limit of %d bytes: %w", len(data), cas.MaxBlockSize, err)
 	}
 	frame.Payload = payload
 	out, err := cas.Marshal(&frame)
@@ -68,7 +68,7 @@ func (r *runner) fitBlock(v any, data []byte) ([]byte, error) {
 // the input's own link for one.
 func checkInputLinks(input map[string]any) error {
 	if cas.HasLink(input) {
-		return fmt.Errorf("%w: the input holds a link, which no JSON input can; give its CID as a string", ErrBadInput)
+		return fmt.Errorf("input: holds a link, which no JSON input can (give the CID as a string): %w", cas.ErrInvalid)
 	}
 	return nil
 }
@@ -212,12 +212,11 @@ func outlinedVolatile(p *Packet) bool {
 	return false
 }
 
-// tooLargeInput makes an input that cannot be stored within the block
-// limit bad input, which the caller can fix; other errors stay as they
-// are.
+// tooLargeInput says that an error storing the input packet is about
+// the input, when it is its size: nothing has run.
 func tooLargeInput(err error) error {
 	if errors.Is(err, cas.ErrTooLarge) {
-		return fmt.Errorf("%w: input: %v", ErrBadInput, err)
+		return fmt.Errorf("input: %w", err)
 	}
 	return err
 }

@@ -121,11 +121,12 @@ func TestLargeInputRefused(t *testing.T) {
 		keys[fmt.Sprintf("key-%07d", i)] = int64(i)
 	}
 	err = run(keys)
-	if !errors.Is(err, haygent.ErrBadInput) || !strings.Contains(err.Error(), fmt.Sprintf("over the block limit of %d bytes", cas.MaxBlockSize)) {
-		t.Errorf("300,000 keys: %v; want bad input naming the limit", err)
+	if !errors.Is(err, cas.ErrTooLarge) || !strings.HasPrefix(err.Error(), "input: packet of ") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the block limit of %d bytes", cas.MaxBlockSize)) {
+		t.Errorf("300,000 keys: %v; want the input refused, naming its size and the limit", err)
 	}
 	err = run(map[string]any{"value": cas.Sum(cas.Raw, []byte("x"))})
-	if !errors.Is(err, haygent.ErrBadInput) || !strings.Contains(err.Error(), "link") {
-		t.Errorf("a link: %v; want bad input", err)
+	if !errors.Is(err, cas.ErrInvalid) || !strings.HasPrefix(err.Error(), "input: holds a link") {
+		t.Errorf("a link: %v; want the input refused", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,13 @@ func largeString(n int) string {
 // other than want fails the test.
 func hgRun(t *testing.T, hg, dir string, want int, args ...string) string {
 	t.Helper()
+	stdout, _ := hgRun2(t, hg, dir, want, args...)
+	return stdout
+}
+
+// hgRun2 is hgRun returning stderr too.
+func hgRun2(t *testing.T, hg, dir string, want int, args ...string) (string, string) {
+	t.Helper()
 	cmd := exec.Command(hg, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HG_STORE=")
@@ -52,7 +60,7 @@ func hgRun(t *testing.T, hg, dir string, want int, args ...string) string {
 	if got != want {
 		t.Fatalf("hg %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), got, want, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 // blocksWithin fails the test if the store at dir holds a block over
@@ -168,4 +176,48 @@ func TestLargeWorkOrderInputMoves(t *testing.T) {
 	if !strings.Contains(out, "run: 8/8 transitions agree") {
 		t.Errorf("replay in the second store:\n%s", out)
 	}
+}
+
+// What cannot be brought within the block limit is refused before
+// anything is stored under a name, with an error naming the limit and
+// the size, exit 1: an input whose keys alone are over it (every value
+// stored apart), and a block given to hg dag put. The store stays whole.
+func TestOverLimitRefused(t *testing.T) {
+	hg := hgBinary(t)
+	work, a, _, _ := movedStores(t, hg)
+	keys := map[string]any{"value": "v"}
+	for i := range 300000 {
+		keys[fmt.Sprintf("key-%07d", i)] = i
+	}
+	data, err := json.Marshal(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(work, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	echo, _ := filepath.Abs("../../fixtures/haygents/echo")
+	_, stderr := hgRun2(t, hg, work, 1, "--store", a, "haygent", "run", echo, "--input", write("keys.json", data), "--pin", "keys")
+	if !strings.HasPrefix(stderr, "hg: error: input: packet of ") || !strings.Contains(stderr, fmt.Sprintf("the block limit of %d bytes", cas.MaxBlockSize)) {
+		t.Errorf("haygent run of 300,000 keys: %s", stderr)
+	}
+	big, _ := json.Marshal(largeString(6 << 20))
+	_, stderr = hgRun2(t, hg, work, 1, "--store", a, "dag", "put", "--pin", "big", write("big.json", big))
+	if !strings.HasPrefix(stderr, "hg: error: block of 6291461 bytes: block too large") {
+		t.Errorf("dag put of 6 MB: %s", stderr)
+	}
+	huge, _ := json.Marshal(largeString(20 << 20))
+	_, stderr = hgRun2(t, hg, work, 1, "--store", a, "dag", "put", "--pin", "huge", write("huge.json", huge))
+	if !strings.HasPrefix(stderr, fmt.Sprintf("hg: error: input of more than %d bytes: block too large", 4*cas.MaxBlockSize)) {
+		t.Errorf("dag put of 20 MB: %s", stderr)
+	}
+	if out := hgRun(t, hg, work, 0, "--store", a, "pin", "ls"); strings.TrimSpace(out) != "" {
+		t.Errorf("pins after the refusals: %q", out)
+	}
+	hgRun(t, hg, work, 0, "--store", a, "fsck")
+	blocksWithin(t, a)
 }
