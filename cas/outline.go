@@ -55,20 +55,21 @@ func Outline(m map[string]any, budget int, store func(enc []byte) (cid.Cid, erro
 	// What goes where is planned first, and only then stored, so that
 	// no file is stored for a value that ends up inside another.
 	planned := make(map[string]int, len(m))
+	apart := map[string]bool{} // members the first rule stores whole
 	total := headLen(uint64(len(m)))
 	for k, v := range m {
-		n, err := o.plan(v, 1)
+		n, whole, err := o.plan(v, 1)
 		if err != nil {
 			return nil, err
 		}
-		planned[k] = n
+		planned[k], apart[k] = n, whole
 		total += headLen(uint64(len(k))) + len(k) + n
 	}
 	whole := map[string]bool{}
 	for total > budget {
 		best := ""
 		for k, n := range planned {
-			if n <= outlinedSize || whole[k] {
+			if apart[k] || whole[k] || n <= outlinedSize {
 				continue // stored apart already, or no smaller apart
 			}
 			if best == "" || n > planned[best] || (n == planned[best] && k < best) {
@@ -110,39 +111,40 @@ type outliner struct {
 }
 
 // plan returns the size of what the first rule of [Outline] puts in the
-// place of v, without storing anything.
-func (o *outliner) plan(v any, depth int) (int, error) {
+// place of v, and whether that is v stored whole, without storing
+// anything.
+func (o *outliner) plan(v any, depth int) (int, bool, error) {
 	size, err := encodedSize(v, depth)
 	if err != nil || size <= OutlineOver {
-		return size, err
+		return size, false, err
 	}
 	n := 0
 	switch x := v.(type) {
 	case []any:
 		n = headLen(uint64(len(x)))
 		for _, e := range x {
-			en, err := o.plan(e, depth+1)
+			en, _, err := o.plan(e, depth+1)
 			if err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			n += en
 		}
 	case map[string]any:
 		n = headLen(uint64(len(x)))
 		for k, e := range x {
-			en, err := o.plan(e, depth+1)
+			en, _, err := o.plan(e, depth+1)
 			if err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			n += headLen(uint64(len(k))) + len(k) + en
 		}
 	default:
-		return outlinedSize, nil
+		return outlinedSize, true, nil
 	}
 	if n <= OutlineOver {
-		return n, nil
+		return n, false, nil
 	}
-	return outlinedSize, nil
+	return outlinedSize, true, nil
 }
 
 // apply puts in the place of v what plan measured: v itself, a copy of
@@ -152,11 +154,11 @@ func (o *outliner) apply(v any, depth int) (any, error) {
 	if err != nil || size <= OutlineOver {
 		return v, err
 	}
-	n, err := o.plan(v, depth)
+	_, whole, err := o.plan(v, depth)
 	if err != nil {
 		return nil, err
 	}
-	if n == outlinedSize {
+	if whole {
 		return o.link(v)
 	}
 	switch x := v.(type) {
