@@ -21,7 +21,7 @@ import (
 // (cas.Outline). The run state in memory keeps the values themselves,
 // so steps, slots and gates see what they always saw; readers of a
 // stored packet (the verifier, replay, the scheduler) put the values
-// back (inlinePayload). A payload holds no link otherwise: inputs are
+// back (InlinePayload). A payload holds no link otherwise: inputs are
 // JSON, and the runtime refuses an input holding a link.
 
 // fitBlock returns an encoding of v within the block limit, where data,
