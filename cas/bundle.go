@@ -438,6 +438,12 @@ func (imp *importer) undo(ctx context.Context, cause error) error {
 		}
 		added = added[n:]
 	}
+	if c, ok := imp.st.(Compacter); ok && len(errs) == 0 && len(imp.added) > 0 {
+		// The refused blocks' space goes back now, not at the next gc.
+		if _, err := c.Compact(ctx, &CompactOptions{ReclaimOnly: true}); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w; undoing the import failed too, 'hg gc' removes what it left: %w", cause, errors.Join(errs...))
 	}

@@ -22,6 +22,31 @@ type GCStats struct {
 	Removed    int   `json:"removed_blocks"`
 	FreedBytes int64 `json:"freed_bytes"`
 	DryRun     bool  `json:"dry_run"`
+	CompactStats
+}
+
+// A Compacter is a [Store] that can give the space of deleted blocks back
+// to the file system. [GC] calls Compact after its sweep.
+type Compacter interface {
+	// Compact reclaims the space of deleted blocks. It must establish
+	// from the store's index itself, not from any count kept beside it,
+	// that nothing live lies in space before it gives that space back.
+	Compact(ctx context.Context, opts *CompactOptions) (CompactStats, error)
+}
+
+// CompactOptions tune [Compacter.Compact]. A nil *CompactOptions means the
+// defaults.
+type CompactOptions struct {
+	// ReclaimOnly gives back only what needs no copying: packs with no
+	// live block and the dead tails of the others.
+	ReclaimOnly bool
+}
+
+// CompactStats reports what a compaction did.
+type CompactStats struct {
+	PacksRemoved   int   `json:"packs_removed"`    // files that held no live block
+	DiskBytes      int64 `json:"disk_bytes"`       // the store's files on disk after gc
+	DiskFreedBytes int64 `json:"disk_freed_bytes"` // what gc gave back to the file system
 }
 
 // gcDeleteBatch is how many blocks one delete transaction removes.
@@ -57,7 +82,7 @@ func GC(ctx context.Context, st Store, opts *GCOptions) (GCStats, error) {
 			return nil
 		}
 		stats.Removed++
-		stats.FreedBytes += int64(size)
+		stats.FreedBytes += int64(max(size, 0))
 		dead = append(dead, c)
 		return nil
 	})
@@ -73,6 +98,13 @@ func GC(ctx context.Context, st Store, opts *GCOptions) (GCStats, error) {
 			return GCStats{}, err
 		}
 		dead = dead[n:]
+	}
+	if c, ok := st.(Compacter); ok {
+		cs, err := c.Compact(ctx, nil)
+		stats.CompactStats = cs
+		if err != nil {
+			return stats, fmt.Errorf("gc: removed %d blocks, then compaction failed: %w", stats.Removed, err)
+		}
 	}
 	return stats, nil
 }

@@ -40,7 +40,9 @@ type Store interface {
 
 	// AllKeys calls fn with the CID and stored size of every block, in an
 	// order fixed by the store. The bytes are not read or verified. If fn
-	// returns an error, the scan stops and AllKeys returns it.
+	// returns an error, the scan stops and AllKeys returns it. A block
+	// whose entry the store cannot read is reported with size -1 (View
+	// of it returns the error), so that one damaged entry hides no other.
 	AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error) error
 
 	// SetPin makes name point at c, replacing any earlier target.

@@ -559,7 +559,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			return errNothingNew // roll back: no commit, no sync
 		}
 		cur := currentPack(tx)
-		ps := getPackStat(tx, cur)
+		ps, _ := getPackStat(tx, cur)
 		stats := map[uint64]packStat{}
 		var written []*os.File
 		var f *os.File
@@ -598,7 +598,8 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				stats[cur] = ps
 				s.packs.closeDirect(cur) // full: no more writes to it
 				cur++
-				ps, f = getPackStat(tx, cur), nil
+				ps, _ = getPackStat(tx, cur)
+				f = nil
 			}
 			if f == nil {
 				var err error
@@ -606,6 +607,12 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 					return err
 				}
 				written = append(written, f)
+				// Never below what the file holds: the counts are a
+				// cache, and a committed end written short of the last
+				// block would have this Put write over it.
+				if info, err := f.Stat(); err == nil && uint64(info.Size()) > ps.end {
+					ps.end = uint64(info.Size())
+				}
 			}
 			// Data goes to the pack before the transaction that points at it
 			// commits; a Put that dies leaves bytes past the committed end,
@@ -680,7 +687,13 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 }
 
 // Delete removes the blocks that are present, in one transaction. Only
-// garbage collection should call it.
+// garbage collection (and an import undoing itself) should call it.
+//
+// Delete only removes index entries and lowers the counts of the packs
+// they pointed into; it never removes or cuts a pack file. The space goes
+// back when [Store.Compact] runs (gc runs it after its sweep), or when
+// the next writer's recovery finds a pack nothing points into; both
+// decide from the index itself, never from the counts.
 func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	end, err := s.begin(ctx, true)
 	if err != nil {
@@ -692,9 +705,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	var dead []uint64    // packs no block points into any more
-	var emptied []uint64 // the current pack, when no live block is left in it
-	err = update(s.db, func(tx *bolt.Tx) error {
+	return update(s.db, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketBlocks)
 		stats := map[uint64]packStat{}
 		for i, c := range cids {
@@ -710,62 +721,35 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 			if e, err := decodeEntry(v); err == nil && e.packed {
 				ps, ok := stats[e.loc.pack]
 				if !ok {
-					ps = getPackStat(tx, e.loc.pack)
+					ps, _ = getPackStat(tx, e.loc.pack)
 				}
-				ps.live--
-				ps.liveBytes -= e.loc.length
+				// Counts that were wrong stay at zero rather than
+				// wrap around.
+				ps.live -= min(ps.live, 1)
+				ps.liveBytes -= min(ps.liveBytes, e.loc.length)
 				stats[e.loc.pack] = ps
 			}
 			if err := bk.Delete(c.Bytes()); err != nil {
 				return fmt.Errorf("delete block %s: %w", c, err)
 			}
 		}
-		cur := currentPack(tx)
 		for n, ps := range stats {
-			if ps.live == 0 && n != cur {
-				dead = append(dead, n)
-				if err := tx.Bucket(bucketPacks).Delete(packKey(n)); err != nil {
-					return err
-				}
-				continue
-			}
-			if ps.live == 0 {
-				// The current pack with nothing live in it (a refused
-				// import's blocks, say) starts again from its first byte.
-				ps.end, ps.liveBytes = 0, 0
-				emptied = append(emptied, n)
-			}
 			if err := putPackStat(tx, n, ps); err != nil {
 				return err
 			}
 		}
 		return ctx.Err()
 	})
-	if err != nil {
-		return err
-	}
-	// After the commit, as for dead packs: a crash before this leaves
-	// bytes past the committed end, which recovery cuts off.
-	for _, n := range emptied {
-		err := os.Truncate(filepath.Join(s.packs.dir, packName(n)), 0)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete block: empty the current pack: %w", err)
-		}
-	}
-	// After the commit: a crash before this leaves files that the next
-	// writer's recovery removes.
-	for _, n := range dead {
-		if err := s.packs.remove(n); err != nil {
-			return fmt.Errorf("delete block: remove pack: %w", err)
-		}
-	}
-	return nil
 }
 
 // AllKeys calls fn with the CID and stored size of every block, in the
 // byte order of the binary CIDs, without reading the blocks' bytes. If fn
 // returns an error, AllKeys stops and returns it; a cancelled ctx stops it
 // between blocks with ctx.Err().
+//
+// A damaged index does not stop it: an entry whose value does not decode
+// is reported with size -1 (View of it returns the error), and a key that
+// is no CID is passed over; [Store.CheckStore] names both.
 //
 // AllKeys reads the keys in batches and holds no transaction open while fn
 // runs, so fn may use the store; a block put or deleted during the scan
@@ -776,13 +760,14 @@ func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error)
 		size int
 	}
 	batch := make([]keyEntry, 0, scanBatch)
-	var after []byte // the last key reported
+	var after []byte // the last key read
 	for {
 		end, err := s.begin(ctx, false)
 		if err != nil {
 			return err
 		}
 		batch = batch[:0]
+		read, done := 0, false
 		err = view(s.db, func(tx *bolt.Tx) error {
 			cur := tx.Bucket(bucketBlocks).Cursor()
 			var k, v []byte
@@ -791,25 +776,25 @@ func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error)
 			} else if k, v = cur.Seek(after); bytes.Equal(k, after) {
 				k, v = cur.Next()
 			}
-			for ; k != nil && len(batch) < scanBatch; k, v = cur.Next() {
+			for ; k != nil && read < scanBatch; k, v = cur.Next() {
+				read++
+				after = append(after[:0], k...)
 				c, err := cas.CastCID(k)
 				if err != nil {
-					return fmt.Errorf("store %s: bad key in the blocks bucket: %w", s.dir, err)
+					continue // no CID to report it under; CheckStore names it
 				}
-				e, err := decodeEntry(v)
-				if err != nil {
-					return fmt.Errorf("store %s: block %s: %w", s.dir, c, err)
+				size := -1 // an entry that does not decode: View says why
+				if e, err := decodeEntry(v); err == nil {
+					size = e.size()
 				}
-				batch = append(batch, keyEntry{c, e.size()})
+				batch = append(batch, keyEntry{c, size})
 			}
+			done = k == nil
 			return nil
 		})
 		end()
 		if err != nil {
 			return err
-		}
-		if len(batch) == 0 {
-			return nil
 		}
 		for _, e := range batch {
 			if err := ctx.Err(); err != nil {
@@ -819,7 +804,9 @@ func (s *Store) AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error)
 				return err
 			}
 		}
-		after = batch[len(batch)-1].c.Bytes()
+		if done {
+			return nil
+		}
 	}
 }
 

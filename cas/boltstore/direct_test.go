@@ -72,7 +72,7 @@ func TestDirectWrites(t *testing.T) {
 				}
 			}
 			var end uint64
-			if err := view(s.db, func(tx *bolt.Tx) error { end = getPackStat(tx, 1).end; return nil }); err != nil {
+			if err := view(s.db, func(tx *bolt.Tx) error { ps, _ := getPackStat(tx, 1); end = ps.end; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {
@@ -142,6 +142,9 @@ func TestRemovedPackClosesItsDirectFile(t *testing.T) {
 		t.Skip("no direct writes on this file system")
 	}
 	if err := s.Delete(ctx, first.CID(), bigBlock(3, directMin).CID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.packs.mu.Lock()

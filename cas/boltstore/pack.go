@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -132,17 +132,15 @@ type packStat struct {
 
 func packKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-func getPackStat(tx *bolt.Tx, n uint64) packStat {
+// getPackStat returns pack n's counts, and whether the packs bucket has
+// an entry for it; a value that does not decode reads as zeros.
+func getPackStat(tx *bolt.Tx, n uint64) (packStat, bool) {
 	v := tx.Bucket(bucketPacks).Get(packKey(n))
-	var ps packStat
-	for _, p := range []*uint64{&ps.live, &ps.liveBytes, &ps.end} {
-		x, k := binary.Uvarint(v)
-		if k <= 0 {
-			break
-		}
-		*p, v = x, v[k:]
+	if v == nil {
+		return packStat{}, false
 	}
-	return ps
+	ps, _ := decodePackStat(v)
+	return ps, true
 }
 
 func putPackStat(tx *bolt.Tx, n uint64, ps packStat) error {
@@ -254,46 +252,77 @@ func (p *packs) close() error {
 	return first
 }
 
-// recover runs when a writer opens the store: it cuts every pack back to
-// its committed end (a Put that died wrote past it) and deletes pack files
-// no committed block points into.
+// path returns the file name of pack n.
+func (p *packs) path(n uint64) string { return filepath.Join(p.dir, packName(n)) }
+
+// recover runs when a writer opens the store. A Put that died leaves
+// bytes past its pack's committed end, or a new pack file nothing points
+// into; gc that died leaves packs nothing points into any more. When the
+// files and the counts show any of that, recover reads the whole index
+// (settle) and, from what it says alone, sets the counts, removes the
+// files no entry points into and cuts the others after their last block.
+// If the index cannot be read whole, it removes and cuts nothing.
+//
+// When the counts cannot be written (a full disk), it still removes the
+// files no entry points into and cuts files past both their committed end
+// and their last block, which needs no new space.
 func (p *packs) recover(db *bolt.DB) error {
-	ents, err := os.ReadDir(p.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	files, err := listPacks(p.dir)
+	if err != nil || len(files) == 0 {
 		return err
 	}
-	return view(db, func(tx *bolt.Tx) error {
+	need := false
+	err = view(db, func(tx *bolt.Tx) error {
 		cur := currentPack(tx)
-		for _, de := range ents {
-			name, ok := strings.CutSuffix(de.Name(), ".pack")
-			if !ok {
-				continue
-			}
-			n, err := strconv.ParseUint(name, 10, 64)
-			if err != nil {
-				continue
-			}
-			ps := getPackStat(tx, n)
-			path := filepath.Join(p.dir, de.Name())
-			if ps.live == 0 && n != cur {
-				if err := os.Remove(path); err != nil {
-					return err
-				}
-				continue
-			}
-			info, err := de.Info()
-			if err != nil {
-				return err
-			}
-			if uint64(info.Size()) > ps.end {
-				if err := os.Truncate(path, int64(ps.end)); err != nil {
-					return err
-				}
+		for _, f := range files {
+			ps, ok := getPackStat(tx, f.n)
+			if !ok || uint64(f.size) > ps.end || ps.live == 0 && (f.n != cur || f.size > 0) {
+				need = true
 			}
 		}
 		return nil
 	})
+	if err != nil || !need {
+		return err
+	}
+	var rc reclaim
+	err = update(db, func(tx *bolt.Tx) error {
+		var err error
+		_, rc, err = settle(context.Background(), tx, files)
+		return err
+	})
+	switch {
+	case err == nil:
+		return p.apply(rc)
+	case errors.Is(err, errIndexUnreadable), errors.Is(err, ErrDamaged):
+		return nil // fsck names the damage; nothing is removed or cut
+	}
+	// The counts could not be written: give back what needs no write.
+	rc = reclaim{cut: map[uint64]uint64{}}
+	verr := view(db, func(tx *bolt.Tx) error {
+		sc, err := scanIndex(context.Background(), tx, nil)
+		if err != nil || len(sc.bad) > 0 {
+			return errIndexUnreadable
+		}
+		cur := currentPack(tx)
+		for _, f := range files {
+			ps, _ := getPackStat(tx, f.n)
+			u := sc.use[f.n]
+			switch {
+			case u == nil && f.n != cur:
+				rc.remove = append(rc.remove, f.n)
+			case u == nil:
+				if uint64(f.size) > ps.end {
+					rc.cut[f.n] = ps.end
+				}
+			case uint64(f.size) > max(ps.end, u.extent):
+				rc.cut[f.n] = max(ps.end, u.extent)
+			}
+		}
+		return nil
+	})
+	if verr != nil {
+		return nil
+	}
+	return p.apply(rc)
 }

@@ -52,10 +52,13 @@ func TestPacksRotateAndDrop(t *testing.T) {
 		t.Fatalf("pack files %v, want 3", got)
 	}
 	getsBack(t, s, append(blocks, small))
-	// Deleting both blocks of the first pack removes its file; the others
-	// stay readable.
+	// Deleting both blocks of the first pack, then compacting, removes
+	// its file; the others stay readable.
 	if err := s.Delete(ctx, blocks[0].CID(), blocks[1].CID()); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := s.Compact(ctx, nil); err != nil || st.PacksRemoved != 1 {
+		t.Fatalf("compact: %+v, %v; want one pack removed", st, err)
 	}
 	if got := packFiles(t, dir); len(got) != 2 || got[0] != packName(2) {
 		t.Fatalf("after delete: pack files %v", got)
@@ -200,8 +203,9 @@ func TestSmallBlocksPackedInBigPuts(t *testing.T) {
 }
 
 // The current pack, once nothing live is left in it (a refused import's
-// blocks deleted, say), is emptied rather than kept at its size; blocks
-// put afterwards are stored and read back from it.
+// blocks deleted, say), is emptied by the next compaction rather than
+// kept at its size; blocks put afterwards are stored and read back from
+// it.
 func TestEmptyCurrentPackIsCut(t *testing.T) {
 	ctx := context.Background()
 	s, dir := newStore(t)
@@ -211,6 +215,9 @@ func TestEmptyCurrentPackIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, a.CID(), b.CID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range packFiles(t, dir) {

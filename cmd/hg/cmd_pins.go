@@ -136,11 +136,12 @@ func newFsckCmd(g *globals) *cobra.Command {
 						bad[i] = badJSON{b.CID.String(), b.Error}
 					}
 					out := struct {
-						Blocks  int             `json:"blocks"`
-						Bytes   int64           `json:"bytes"`
-						Bad     []badJSON       `json:"bad"`
-						Missing []cas.MissingIn `json:"missing"`
-					}{rep.Blocks, rep.Bytes, bad, rep.Missing}
+						Blocks  int                `json:"blocks"`
+						Bytes   int64              `json:"bytes"`
+						Bad     []badJSON          `json:"bad"`
+						Missing []cas.MissingIn    `json:"missing"`
+						Store   []cas.StoreProblem `json:"store"`
+					}{rep.Blocks, rep.Bytes, bad, rep.Missing, rep.Store}
 					if out.Missing == nil {
 						out.Missing = []cas.MissingIn{}
 					}
@@ -148,16 +149,19 @@ func newFsckCmd(g *globals) *cobra.Command {
 						return err
 					}
 				} else {
+					for _, p := range rep.Store {
+						g.ui.printf("store   %s: %s\n", p.Where, p.Error)
+					}
 					for _, b := range rep.Bad {
 						g.ui.printf("bad     %s: %s\n", b.CID, b.Error)
 					}
 					for _, m := range rep.Missing {
 						g.ui.printf("missing pin %s: %s\n", m.Pin, m.Error)
 					}
-					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing))
+					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete, %d store problems\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing), len(rep.Store))
 				}
 				if !rep.OK() {
-					return integrityError{msg: fmt.Sprintf("fsck found %d bad blocks and %d incomplete pins", len(rep.Bad), len(rep.Missing))}
+					return integrityError{msg: fmt.Sprintf("fsck found %d bad blocks, %d incomplete pins and %d store problems", len(rep.Bad), len(rep.Missing), len(rep.Store))}
 				}
 				return nil
 			})

@@ -41,20 +41,21 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"corrupt":   cmdCorrupt,
-			"holdstore": cmdHoldStore,
-			"mkfile":    cmdMkfile,
-			"sha256":    cmdSHA256,
-			"hgexit":    cmdHGExit,
-			"readlink":  cmdReadlink,
-			"unhex":     cmdUnhex,
-			"dagcbor":   cmdDagCBOR,
-			"grepstore": cmdGrepStore,
-			"carvector": cmdCARVector,
-			"flipbyte":  cmdFlipByte,
-			"dropblock": cmdDropBlock,
-			"tamper":    cmdTamper,
-			"forge":     cmdForgeLedger,
+			"corrupt":    cmdCorrupt,
+			"holdstore":  cmdHoldStore,
+			"mkfile":     cmdMkfile,
+			"sha256":     cmdSHA256,
+			"hgexit":     cmdHGExit,
+			"readlink":   cmdReadlink,
+			"unhex":      cmdUnhex,
+			"dagcbor":    cmdDagCBOR,
+			"grepstore":  cmdGrepStore,
+			"carvector":  cmdCARVector,
+			"flipbyte":   cmdFlipByte,
+			"dropblock":  cmdDropBlock,
+			"tamper":     cmdTamper,
+			"forge":      cmdForgeLedger,
+			"packcounts": cmdPackCounts,
 		},
 	})
 }
@@ -94,6 +95,21 @@ func cmdHoldStore(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := boltstore.Open(storeDir(ts), &boltstore.Options{Command: "holdstore test"})
 	ts.Check(err)
 	ts.Defer(func() { st.Close() })
+}
+
+// packcounts N BLOCKS BYTES END: overwrite the counts the store keeps for
+// pack N, as one wrong number in its database would.
+func cmdPackCounts(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: packcounts N BLOCKS BYTES END")
+	}
+	var v [4]uint64
+	for i, a := range args {
+		n, err := strconv.ParseUint(a, 10, 64)
+		ts.Check(err)
+		v[i] = n
+	}
+	ts.Check(boltstore.SetPackCounts(storeDir(ts), v[0], v[1], v[2], v[3]))
 }
 
 // mkfile NAME SIZE: write SIZE deterministic pseudo-random bytes to NAME.
