@@ -572,11 +572,12 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	env := sandbox.DefaultEnv(map[string]string{
 		"HOME":       filepath.Join(scratch, "home"),
 		"TMPDIR":     filepath.Join(scratch, "tmp"),
-		"GOCACHE":    filepath.Join(cache, "gocache"),
+		"GOCACHE":    filepath.Join(scratch, "gocache"), // the shared one, overlaid
 		"GOMODCACHE": filepath.Join(cache, "gomod"),
 		"GOPATH":     filepath.Join(cache, "gopath"),
 	})
-	for _, d := range []string{env["HOME"], env["TMPDIR"], env["GOCACHE"], env["GOMODCACHE"], env["GOPATH"]} {
+	sharedGoCache := filepath.Join(cache, "gocache")
+	for _, d := range []string{env["HOME"], env["TMPDIR"], sharedGoCache, env["GOMODCACHE"], env["GOPATH"]} {
 		os.MkdirAll(d, 0o700)
 	}
 	var secrets []string
@@ -604,9 +605,12 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		// The step writes only its scratch directory (its copy of the
 		// workspace, HOME and TMPDIR); the toolchain and the shared caches
 		// it may only read, so no step can change what a later one builds.
-		Confine: true,
-		Write:   []string{scratch},
-		Read:    append(toolchainPaths(), env["GOCACHE"], env["GOMODCACHE"], env["GOPATH"]),
+		// It sees the shared build cache through an overlay whose
+		// additions go when the step does.
+		Confine:  true,
+		Write:    []string{scratch},
+		Read:     append(toolchainPaths(), sharedGoCache, env["GOMODCACHE"], env["GOPATH"]),
+		Overlays: []sandbox.Overlay{{Lower: sharedGoCache, Target: env["GOCACHE"]}},
 	}
 	if !spec.NoNetwork {
 		set := r.pkg.Permissions
@@ -615,7 +619,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 			return d.Allowed, d.Rule
 		}
 	}
-	r.warmGoCache(spec)
+	r.warmGoCache(spec, sharedGoCache)
 	res, err := sandbox.Run(r.work, spec)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		if errors.Is(err, sandbox.ErrNoIsolation) {

@@ -1,13 +1,14 @@
 package sandbox
 
 import (
-	"github.com/haygent/hg/haygent/sandbox/initproc"
-
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/haygent/hg/haygent/sandbox/initproc"
 )
 
 // SystemReadPaths are the hierarchies every confined command may read and
@@ -106,4 +107,36 @@ func withProxyEnv(env []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Overlay is a directory a confined command sees at Target, holding
+// Lower's files and whatever the command adds or changes, which goes to
+// a layer of its own (see [Spec.Overlays]).
+type Overlay struct {
+	Lower, Target string
+}
+
+// overlayLayers makes, beside each overlay's Target, the upper and work
+// directories of its layer, and returns the mounts for the init. A path
+// the mount options cannot carry (',', ':' or '\') is refused.
+func overlayLayers(ovs []Overlay) ([]initproc.Overlay, error) {
+	var out []initproc.Overlay
+	for _, o := range ovs {
+		if !filepath.IsAbs(o.Lower) || !filepath.IsAbs(o.Target) {
+			return nil, fmt.Errorf("%w: overlay paths must be absolute: %q, %q", ErrInvalidSpec, o.Lower, o.Target)
+		}
+		up, work := o.Target+".upper", o.Target+".work"
+		for _, p := range []string{o.Lower, up, work, o.Target} {
+			if strings.ContainsAny(p, ",:\\") {
+				return nil, fmt.Errorf("%w: overlay path %q holds ',', ':' or '\\'", ErrInvalidSpec, p)
+			}
+		}
+		for _, d := range []string{up, work, o.Target} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return nil, fmt.Errorf("sandbox: overlay: %w", err)
+			}
+		}
+		out = append(out, initproc.Overlay{Lower: o.Lower, Upper: up, Work: work, Target: o.Target})
+	}
+	return out, nil
 }

@@ -106,6 +106,19 @@ func startConfined(c confinement, s Spec, path string, env []string, bridge stri
 		cfg.Write = existing(append([]string{s.Dir}, s.Write...))
 		cfg.Devices = existing(SystemDevices)
 	}
+	if cfg.Proc {
+		ovs, err := overlayLayers(s.Overlays)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Overlays = ovs
+	} else {
+		for _, o := range s.Overlays {
+			if err := os.MkdirAll(o.Target, 0o700); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)

@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"github.com/haygent/hg/haygent/sandbox/initproc"
+	"os/exec"
 
 	"context"
 	"errors"
@@ -226,5 +228,49 @@ func TestConfinedNetworkGrants(t *testing.T) {
 	}
 	if !slices.Contains(res.Isolation, "net-proxy") {
 		t.Errorf("Isolation %q lacks net-proxy", res.Isolation)
+	}
+}
+
+// TestConfinedGoTestOverlay: `go test` runs confined with the shared build
+// cache read-only under an overlay: it compiles what it needs into its own
+// layer, and the shared cache is left as it was (here: empty).
+func TestConfinedGoTestOverlay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	requireConfinement(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	root, err := filepath.EvalSymlinks(goBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch, shared := t.TempDir(), t.TempDir()
+	dir := filepath.Join(scratch, "work")
+	os.Mkdir(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/step\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "step_test.go"), []byte(
+		"package step\n\nimport \"testing\"\n\nfunc TestStep(t *testing.T) {}\n"), 0o644)
+	env := DefaultEnv(map[string]string{
+		"GOCACHE": filepath.Join(scratch, "gocache"),
+		"HOME":    filepath.Join(scratch, "home"),
+		"TMPDIR":  filepath.Join(scratch, "tmp"),
+	})
+	os.Mkdir(env["HOME"], 0o700)
+	os.Mkdir(env["TMPDIR"], 0o700)
+	s := Spec{
+		Argv: []string{"go", "test", "./..."}, Dir: dir, Env: env, Timeout: 5 * time.Minute,
+		Confine: true, Write: []string{scratch},
+		Read:     []string{filepath.Dir(filepath.Dir(root)), shared},
+		Overlays: []Overlay{{Lower: shared, Target: env["GOCACHE"]}},
+	}
+	res := run(t, s)
+	if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte("ok  \texample.com/step")) {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if ents, _ := os.ReadDir(shared); len(ents) != 0 {
+		t.Errorf("the shared cache holds %d entries after the step, want none", len(ents))
 	}
 }

@@ -93,6 +93,15 @@ type Spec struct {
 	// not exist are skipped.
 	Read, Write []string
 
+	// Overlays, for a confined command, make each Target directory
+	// (which must be under Dir or Write) show its Lower directory, with
+	// what the command writes there going to an upper layer that is
+	// thrown away with Target's parent: a cache it may read whole and
+	// add to, without changing what later commands see. Where no mount
+	// namespace can be had, Target starts empty instead, and
+	// [Result.Limitations] says so.
+	Overlays []Overlay
+
 	// NetCheck, for a confined command, decides each connection it asks
 	// its proxy for; nil means the command has no network at all.
 	NetCheck NetCheck
@@ -184,6 +193,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Isolation = append(res.Isolation, c.isolation()...)
 		if c.mode != nsNone || c.abi > 0 {
 			conf = &c
+		}
+		if len(s.Overlays) > 0 && !c.hasNetns() {
+			res.Limitations = append(res.Limitations, "no mount namespace for overlays: each started empty")
 		}
 		if s.NetCheck != nil && !c.hasNetns() {
 			res.Limitations = append(res.Limitations, "network grants not enforced: the command ran with the host's network")

@@ -50,6 +50,16 @@ type Config struct {
 	// 127.0.0.1:[BridgePort] inside the network namespace: each TCP
 	// connection there is joined to a new connection to Bridge.
 	Bridge string
+
+	// Overlays are mounted (with Proc only) before Landlock applies.
+	Overlays []Overlay
+}
+
+// Overlay makes Target show Lower with the writes going to Upper: a
+// directory the command may read and change without changing Lower.
+// Upper and Work are empty directories on one file system.
+type Overlay struct {
+	Lower, Upper, Work, Target string
 }
 
 // Status is what the init reports, as JSON on file descriptor 4, once

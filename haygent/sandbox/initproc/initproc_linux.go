@@ -56,6 +56,12 @@ func run() int {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fail("mount /proc", err)
 		}
+		for _, o := range cfg.Overlays {
+			opts := "lowerdir=" + o.Lower + ",upperdir=" + o.Upper + ",workdir=" + o.Work
+			if err := unix.Mount("overlay", o.Target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+				return fail("mount overlay on "+o.Target, err)
+			}
+		}
 	}
 	if cfg.Net {
 		if err := loopbackUp(); err != nil {
