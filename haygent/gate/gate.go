@@ -17,7 +17,7 @@ const (
 	Pass          Verdict = "PASS"          // the predicate held over fresh, consistent, well-formed evidence
 	Fail          Verdict = "FAIL"          // the predicate was false
 	Missing       Verdict = "MISSING"       // no evidence of the gate's kind (and subject)
-	Stale         Verdict = "STALE"         // the evidence is older than max_age, or than the last change of its subject
+	Stale         Verdict = "STALE"         // the evidence is older than max_age, or than the last change of its subject, or the workspace it vouches for has changed
 	Invalid       Verdict = "INVALID"       // the evidence cannot be judged: malformed Data, or an error evaluating a predicate
 	Contradictory Verdict = "CONTRADICTORY" // other evidence shows the gate's evidence cannot be trusted
 	Timeout       Verdict = "TIMEOUT"       // the evidence records a run that timed out
@@ -35,7 +35,8 @@ type Evidence struct {
 	// the DAG-CBOR data model: nil, bool, string, int64, float64 (finite),
 	// []byte, []any, map[string]any, nested at most 512 levels. Anything
 	// else makes the verdict INVALID. By convention Data["timed_out"] ==
-	// true marks evidence of a run that timed out.
+	// true marks evidence of a run that timed out, and Data["invalid"]
+	// (a reason) evidence the runtime refused to take as what it claims.
 	Data map[string]any
 }
 
@@ -51,6 +52,11 @@ type Env struct {
 	// Evidence observed strictly before that is STALE. A subject absent from
 	// the map has no recorded change.
 	LastChange map[string]time.Time
+
+	// Stale gives, per evidence Ref, why that evidence no longer vouches
+	// for the workspace (the runtime found a file it covers changed since
+	// it was taken). Such evidence is STALE.
+	Stale map[string]string
 }
 
 // Result is a gate's decision and what it was based on.
@@ -113,6 +119,10 @@ func (g *Gate) Evaluate(evidence []Evidence, env Env) Result {
 			sel.Kind, sel.Ref, sel.ObservedAt.Format(time.RFC3339Nano), sel.Subject, changed.Format(time.RFC3339Nano)))
 	}
 
+	if why, ok := env.Stale[sel.Ref]; ok {
+		return g.decide(r, Stale, fmt.Sprintf("%s evidence %s: %s", sel.Kind, sel.Ref, why))
+	}
+
 	// 3. Timed out.
 	if v, ok := sel.Data["timed_out"]; ok {
 		b, isBool := v.(bool)
@@ -122,6 +132,12 @@ func (g *Gate) Evaluate(evidence []Evidence, env Env) Result {
 		case b:
 			return g.decide(r, Timeout, fmt.Sprintf("%s evidence %s marks timed_out", sel.Kind, sel.Ref))
 		}
+	}
+
+	// By convention Data["invalid"] says why the runtime refused what the
+	// evidence would have held.
+	if v, ok := sel.Data["invalid"]; ok {
+		return g.decide(r, Invalid, fmt.Sprintf("%s evidence %s: %v", sel.Kind, sel.Ref, v))
 	}
 
 	// The predicates bind ev; its Data must be in the data model.

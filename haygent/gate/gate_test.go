@@ -438,3 +438,25 @@ func BenchmarkEvaluate(b *testing.B) {
 		}
 	}
 }
+
+func TestStaleAndInvalidMarks(t *testing.T) {
+	g, err := Compile(Spec{ID: "T", Evidence: "test_report", Subject: "step:t", Predicate: "ev.failed == 0",
+		OnMissing: "fail", OnStale: "fail", OnInvalid: "fail", OnContradictory: "halt", OnTimeout: "fail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := Evidence{Ref: "r1", Kind: "test_report", Subject: "step:t", Data: map[string]any{"failed": int64(0)}}
+	if res := g.Evaluate([]Evidence{ev}, Env{}); res.Verdict != Pass {
+		t.Fatalf("plain: %s %s", res.Verdict, res.Reason)
+	}
+	if res := g.Evaluate([]Evidence{ev}, Env{Stale: map[string]string{"r1": "main.go changed"}}); res.Verdict != Stale || !strings.Contains(res.Reason, "main.go changed") {
+		t.Errorf("stale mark: %s %s", res.Verdict, res.Reason)
+	}
+	if res := g.Evaluate([]Evidence{ev}, Env{Stale: map[string]string{"r2": "other"}}); res.Verdict != Pass {
+		t.Errorf("another evidence's mark: %s %s", res.Verdict, res.Reason)
+	}
+	ev.Data["invalid"] = "not written by the step"
+	if res := g.Evaluate([]Evidence{ev}, Env{}); res.Verdict != Invalid || !strings.Contains(res.Reason, "not written by the step") {
+		t.Errorf("invalid mark: %s %s", res.Verdict, res.Reason)
+	}
+}
