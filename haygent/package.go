@@ -218,6 +218,7 @@ func Load(dir string) (*Package, error) {
 	}
 	if readJSON(SpineFile, &p.Spine) {
 		checkSpine(p, add)
+		checkReportPaths(p, add)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, GatesFile)); err != nil {
 		add(GatesFile, "%v", trimPathErr(err))

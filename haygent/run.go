@@ -620,6 +620,11 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		}
 	}
 	r.warmGoCache(spec, sharedGoCache)
+	reportFormat, reportFile, _ := strings.Cut(s.Report, ":")
+	var reportBefore fileMark
+	if reportFile != "" {
+		reportBefore = markFile(work, reportFile)
+	}
 	res, err := sandbox.Run(r.work, spec)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		if errors.Is(err, sandbox.ErrNoIsolation) {
@@ -661,7 +666,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		rec.status = "failed"
 	}
 	if s.Report != "" {
-		format, file, _ := strings.Cut(s.Report, ":")
+		format, file := reportFormat, reportFile
 		src := res.Stdout
 		if file != "" {
 			root, err := os.OpenRoot(work)
@@ -674,7 +679,10 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 			}
 		}
 		var data map[string]any
-		if file != "" && sandbox.Holds(src, secrets) {
+		if why := reportNotWritten(s.ID, file, reportBefore, markFile(work, file)); file != "" && why != "" {
+			data = (&evidence.TestReport{Format: format, Problems: []string{why}}).Data()
+			data["invalid"] = why
+		} else if file != "" && sandbox.Holds(src, secrets) {
 			// Parsed, it would put the secret into names and messages.
 			data = (&evidence.TestReport{Format: format, Problems: []string{
 				"report " + file + " holds the value of a granted secret: refused as evidence"}}).Data()

@@ -1,0 +1,33 @@
+package haygent
+
+import (
+	"path"
+	"strings"
+)
+
+// checkReportPaths refuses an exec step whose report file another step can
+// write before it: a builtin write_file or copy to that path puts there
+// whatever its template or its source (a slot's answer, the input) says,
+// and the runtime would then refuse the report as not the command's work.
+func checkReportPaths(p *Package, add func(string, string, ...any)) {
+	for i, s := range p.Spine.Steps {
+		if s.Kind != StepExec {
+			continue
+		}
+		_, file, _ := strings.Cut(s.Report, ":")
+		if file == "" {
+			continue
+		}
+		want := path.Clean(file)
+		for j, w := range p.Spine.Steps {
+			if w.Kind != StepBuiltin || w.Op != "write_file" {
+				continue
+			}
+			target, _ := w.Args["path"].(string)
+			if target != "" && path.Clean(target) == want {
+				add(SpineFile, "step %d (%q): report file %q is written by step %d (%q, %s): a report is evidence only when the step's own command writes it",
+					i, s.ID, file, j, w.ID, w.Op)
+			}
+		}
+	}
+}
