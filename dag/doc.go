@@ -36,6 +36,9 @@
 //	outcome    optional; {"require": [NODE, ...]}: the nodes whose success
 //	           is the Work Order's success. Absent or empty, every node is
 //	           required (see WorkOrder.Required).
+//	max_attempts  optional; 1 to 100: how many times the scheduler may start
+//	           a node of the order, over every resume and retry of a run,
+//	           before the node's circuit breaker opens
 //
 // A node name matches [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. A node has:
 //
@@ -126,8 +129,8 @@
 //
 // # Node states
 //
-// A node is in one of eight states; [CanMove] is the whole transition
-// table:
+// A node is in one of ten states; [CanMove] is the whole transition
+// table of the scheduler:
 //
 //	pending    waiting for its needs                     -> ready, blocked, cancelled
 //	ready      every need is done; may start             -> active, blocked, cancelled
@@ -142,9 +145,18 @@
 //	failed     the receipt is a HALT, or the invocation   final
 //	           could not run, or its receipt was refused
 //	cancelled  the Work Order was stopped                 final
+//	rewritten  its work was superseded by a later          final
+//	           accepted receipt, which a person named
+//	deleted    withdrawn by a person, who said why         final
 //
 // Concluded is not done: a receipt exists, but its status, signature and
 // output have not been accepted yet, so nothing downstream may read it.
+//
+// [CanReopen] is the table of the moves only an event recorded in the run
+// makes, outside the scheduler: done -> failed when a re-measurement no
+// longer holds (hg recheck), done -> blocked when something it needs
+// moved back, and -> rewritten or -> deleted by a person. A retry (hg
+// resume --retry) starts failed and blocked nodes again from pending.
 //
 // # Stored form
 //

@@ -14,13 +14,15 @@ var stateColors = map[string]string{
 	Blocked:   "red",
 	Failed:    "darkred",
 	Cancelled: "lightgrey",
+	Rewritten: "lightyellow",
+	Deleted:   "black",
 }
 
 // Dot renders the Work Order as a Graphviz digraph: one box per node, in
 // written order, labelled with its name and state and filled with the
 // state's colour (pending grey, ready lightblue, active yellow, concluded
-// orange, done green, blocked red, failed darkred, cancelled lightgrey;
-// an unknown state white), then one edge need -> node per need, nodes in
+// orange, done green, blocked red, failed darkred, cancelled lightgrey,
+// rewritten lightyellow, deleted black; an unknown state white), then one edge need -> node per need, nodes in
 // written order and needs sorted. A node missing from states is pending.
 // The output depends on nothing but its arguments.
 func (w *WorkOrder) Dot(states map[string]string) string {
@@ -38,7 +40,7 @@ func (w *WorkOrder) Dot(states map[string]string) string {
 			color = "white"
 		}
 		b.WriteString("\t" + dotQuote(name) + " [label=" + dotQuote(name+"\n"+state) + ", fillcolor=" + dotQuote(color))
-		if state == Failed {
+		if state == Failed || state == Deleted {
 			b.WriteString(", fontcolor=\"white\"")
 		}
 		b.WriteString("];\n")

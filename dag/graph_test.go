@@ -108,7 +108,7 @@ func TestDotGolden(t *testing.T) {
 }
 
 func TestCanMove(t *testing.T) {
-	states := []string{dag.Pending, dag.Ready, dag.Active, dag.Concluded, dag.Done, dag.Blocked, dag.Failed, dag.Cancelled}
+	states := []string{dag.Pending, dag.Ready, dag.Active, dag.Concluded, dag.Done, dag.Blocked, dag.Failed, dag.Cancelled, dag.Rewritten, dag.Deleted}
 	allowed := map[[2]string]bool{
 		{dag.Pending, dag.Ready}:       true,
 		{dag.Pending, dag.Blocked}:     true,
@@ -130,7 +130,7 @@ func TestCanMove(t *testing.T) {
 			}
 		}
 	}
-	wantFinal := map[string]bool{dag.Done: true, dag.Blocked: true, dag.Failed: true, dag.Cancelled: true}
+	wantFinal := map[string]bool{dag.Done: true, dag.Blocked: true, dag.Failed: true, dag.Cancelled: true, dag.Rewritten: true, dag.Deleted: true}
 	for _, s := range append(states, "unknown") {
 		if got := dag.Final(s); got != wantFinal[s] {
 			t.Errorf("Final(%q) = %v", s, got)
@@ -145,7 +145,41 @@ func TestCanMove(t *testing.T) {
 		}
 	}
 	if dag.Pending != "pending" || dag.Ready != "ready" || dag.Active != "active" || dag.Concluded != "concluded" ||
-		dag.Done != "done" || dag.Blocked != "blocked" || dag.Failed != "failed" || dag.Cancelled != "cancelled" {
+		dag.Done != "done" || dag.Blocked != "blocked" || dag.Failed != "failed" || dag.Cancelled != "cancelled" ||
+		dag.Rewritten != "rewritten" || dag.Deleted != "deleted" {
 		t.Error("state names changed")
+	}
+}
+
+// TestCanReopen: only the moves a recorded event makes take a final state
+// back: a regression (done -> failed), what rests on it (done ->
+// blocked), and a person's rewritten or deleted; nothing reaches done, and
+// nothing leaves deleted.
+func TestCanReopen(t *testing.T) {
+	states := []string{dag.Pending, dag.Ready, dag.Active, dag.Concluded, dag.Done, dag.Blocked, dag.Failed, dag.Cancelled, dag.Rewritten, dag.Deleted}
+	for _, from := range append(states, "", "unknown") {
+		for _, to := range append(states, "", "unknown") {
+			want := false
+			switch {
+			case from == "" || from == "unknown" || from == dag.Deleted:
+			case to == dag.Deleted:
+				want = true
+			case to == dag.Rewritten:
+				want = from != dag.Rewritten
+			case from == dag.Done:
+				want = to == dag.Failed || to == dag.Blocked
+			}
+			if got := dag.CanReopen(from, to); got != want {
+				t.Errorf("CanReopen(%q, %q) = %v, want %v", from, to, got, want)
+			}
+			if dag.CanReopen(from, to) && dag.CanMove(from, to) {
+				t.Errorf("%s -> %s is in both tables", from, to)
+			}
+		}
+	}
+	for _, s := range states {
+		if got, want := dag.Stops(s), s == dag.Failed || s == dag.Blocked || s == dag.Rewritten || s == dag.Deleted; got != want {
+			t.Errorf("Stops(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -21,6 +21,8 @@ type Object struct {
 	Objective string       `cbor:"objective"`
 	Nodes     []ObjectNode `cbor:"nodes"` // sorted by name
 	Outcome   Outcome      `cbor:"outcome"`
+	// MaxAttempts is the order's max_attempts, left out when it gave none.
+	MaxAttempts int64 `cbor:"max_attempts,omitempty"`
 }
 
 // ObjectNode is one node of an [Object].
@@ -49,11 +51,12 @@ func (w *WorkOrder) Object(pkgs map[string]cid.Cid) (Object, error) {
 		mandatory = sortedSet(w.Mandatory)
 	}
 	o := Object{
-		Type:      TypeWorkOrder,
-		WorkOrder: w.Name,
-		Objective: w.Objective,
-		Nodes:     make([]ObjectNode, 0, len(w.Nodes)),
-		Outcome:   Outcome{Require: sortedSet(w.Require), Mandatory: mandatory},
+		Type:        TypeWorkOrder,
+		WorkOrder:   w.Name,
+		Objective:   w.Objective,
+		Nodes:       make([]ObjectNode, 0, len(w.Nodes)),
+		Outcome:     Outcome{Require: sortedSet(w.Require), Mandatory: mandatory},
+		MaxAttempts: int64(w.MaxAttempts),
 	}
 	for _, name := range sortedKeys(w.Nodes) {
 		n := w.Nodes[name]
@@ -89,12 +92,16 @@ func FromObject(o Object) (*WorkOrder, error) {
 	if o.Type != TypeWorkOrder {
 		return nil, &FieldError{Field: "type", Msg: fmt.Sprintf("%q, want %q", o.Type, TypeWorkOrder)}
 	}
+	if o.MaxAttempts < 0 || o.MaxAttempts > MaxAttemptsLimit {
+		return nil, &FieldError{Field: "max_attempts", Msg: fmt.Sprintf("%d: want 1 to %d", o.MaxAttempts, MaxAttemptsLimit)}
+	}
 	w := &WorkOrder{
-		Name:      o.WorkOrder,
-		Objective: o.Objective,
-		Nodes:     make(map[string]*Node, len(o.Nodes)),
-		Require:   slices.Clone(o.Outcome.Require),
-		Mandatory: slices.Clone(o.Outcome.Mandatory),
+		Name:        o.WorkOrder,
+		Objective:   o.Objective,
+		Nodes:       make(map[string]*Node, len(o.Nodes)),
+		Require:     slices.Clone(o.Outcome.Require),
+		Mandatory:   slices.Clone(o.Outcome.Mandatory),
+		MaxAttempts: int(o.MaxAttempts),
 	}
 	for i, n := range o.Nodes {
 		if !ValidName(n.Name) {

@@ -201,3 +201,52 @@ func TestObjectErrors(t *testing.T) {
 		t.Errorf("extra field: %v", err)
 	}
 }
+
+// TestMaxAttempts: max_attempts is parsed from 1 to 100, stored with the
+// Work Order only when given (an order without it keeps its CID), and
+// read back; anything else is refused, in the file and in a stored
+// object.
+func TestMaxAttempts(t *testing.T) {
+	doc := func(v string) string {
+		return `{"workorder":"w","objective":"o","nodes":{"a":{"haygent":"h"}}` + v + `}`
+	}
+	w := mustParse(t, doc(`,"max_attempts":5`))
+	if w.MaxAttempts != 5 {
+		t.Fatalf("MaxAttempts = %d, want 5", w.MaxAttempts)
+	}
+	o, err := w.Object(pkgCIDs(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := cas.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back dag.Object
+	if err := cas.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := dag.FromObject(back)
+	if err != nil || w2.MaxAttempts != 5 {
+		t.Fatalf("read back: %d, %v", w2.MaxAttempts, err)
+	}
+	plain := mustParse(t, doc(""))
+	po, err := plain.Object(pkgCIDs(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdata, _ := cas.Marshal(po)
+	if bytes.Contains(pdata, []byte("max_attempts")) {
+		t.Error("an order without max_attempts stores the field")
+	}
+	for _, bad := range []string{`0`, `101`, `-1`, `2.5`, `"3"`, `null`, `true`} {
+		_, err := dag.Parse([]byte(doc(`,"max_attempts":` + bad)))
+		if err == nil || !strings.Contains(err.Error(), `field "max_attempts": want an integer from 1 to 100`) {
+			t.Errorf("max_attempts %s: %v", bad, err)
+		}
+	}
+	back.MaxAttempts = 1000
+	if _, err := dag.FromObject(back); err == nil {
+		t.Error("a stored max_attempts of 1000 was taken")
+	}
+}

@@ -94,7 +94,15 @@ type WorkOrder struct {
 	// not given.
 	Class     string
 	Decisions map[string]*Decision // "decisions", by name
+	// MaxAttempts ("max_attempts", 1 to MaxAttemptsLimit) is how many
+	// times a node of the order may be started, over every resume and
+	// retry of a run, before its circuit breaker opens; 0 when the order
+	// does not say, and the package's manifest, or the default, decides.
+	MaxAttempts int
 }
+
+// MaxAttemptsLimit bounds a Work Order's max_attempts.
+const MaxAttemptsLimit = 100
 
 // Node is one node of a Work Order.
 type Node struct {
@@ -178,7 +186,7 @@ func Parse(data []byte) (*WorkOrder, error) {
 	}
 	p := &parser{}
 	w := &WorkOrder{Nodes: map[string]*Node{}}
-	p.unknown("", top, "workorder", "objective", "class", "decisions", "nodes", "outcome")
+	p.unknown("", top, "workorder", "objective", "class", "decisions", "nodes", "outcome", "max_attempts")
 
 	if raw, ok := top["workorder"]; !ok {
 		p.add("", "workorder", "required")
@@ -207,6 +215,13 @@ func Parse(data []byte) (*WorkOrder, error) {
 	}
 	if raw, ok := top["decisions"]; ok {
 		w.Decisions = p.decisions(raw)
+	}
+	if raw, ok := top["max_attempts"]; ok {
+		var n int
+		if kindOf(raw) != kindOther || json.Unmarshal(raw, &n) != nil || n < 1 || n > MaxAttemptsLimit {
+			p.add("", "max_attempts", "want an integer from 1 to %d", MaxAttemptsLimit)
+		}
+		w.MaxAttempts = n
 	}
 	if raw, ok := top["nodes"]; !ok {
 		p.add("", "nodes", "required")
