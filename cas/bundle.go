@@ -440,7 +440,7 @@ func (imp *importer) undo(ctx context.Context, cause error) error {
 	}
 	if c, ok := imp.st.(Compacter); ok && len(errs) == 0 && len(imp.added) > 0 {
 		// The refused blocks' space goes back now, not at the next gc.
-		if _, err := c.Compact(ctx, &CompactOptions{ReclaimOnly: true}); err != nil {
+		if _, err := c.Compact(ctx, &CompactOptions{MaxUnused: UnusedLimit{Unlimited: true}}); err != nil {
 			errs = append(errs, err)
 		}
 	}

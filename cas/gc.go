@@ -3,6 +3,9 @@ package cas
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/ipfs/go-cid"
 )
@@ -12,8 +15,12 @@ type GCOptions struct {
 	// Roots are kept in addition to the pins: later layers pass the
 	// roots of runs and memo entries here.
 	Roots []cid.Cid
-	// DryRun reports what would be removed and removes nothing.
+	// DryRun reports what would be removed and removes nothing; it
+	// compacts nothing either.
 	DryRun bool
+	// Compact tunes the compaction GC runs after its sweep on a store
+	// that is a [Compacter]; nil means the defaults.
+	Compact *CompactOptions
 }
 
 // GCStats reports what a collection did.
@@ -34,19 +41,88 @@ type Compacter interface {
 	Compact(ctx context.Context, opts *CompactOptions) (CompactStats, error)
 }
 
-// CompactOptions tune [Compacter.Compact]. A nil *CompactOptions means the
-// defaults.
+// CompactOptions tune [Compacter.Compact]. A nil *CompactOptions means
+// the defaults: [DefaultMaxUnused].
 type CompactOptions struct {
-	// ReclaimOnly gives back only what needs no copying: packs with no
-	// live block and the dead tails of the others.
-	ReclaimOnly bool
+	// MaxUnused is how much dead space compaction may leave in the
+	// store. The zero value leaves none.
+	MaxUnused UnusedLimit
 }
 
 // CompactStats reports what a compaction did.
 type CompactStats struct {
 	PacksRemoved   int   `json:"packs_removed"`    // files that held no live block
+	PacksRewritten int   `json:"packs_rewritten"`  // files whose live blocks were copied out, then removed
+	CopiedBytes    int64 `json:"copied_bytes"`     // bytes of live blocks copied
+	UnusedBytes    int64 `json:"unused_bytes"`     // dead bytes left in the store's files
+	Postponed      int   `json:"postponed_packs"`  // files left to rewrite for want of disk space
 	DiskBytes      int64 `json:"disk_bytes"`       // the store's files on disk after gc
 	DiskFreedBytes int64 `json:"disk_freed_bytes"` // what gc gave back to the file system
+}
+
+// UnusedLimit bounds the dead space compaction leaves: a percentage of the
+// live bytes, a number of bytes, or no bound at all, when only what needs
+// no copying goes (files with no live block, dead space at their ends).
+// The zero value is 0%: every dead byte goes.
+type UnusedLimit struct {
+	Unlimited bool
+	InBytes   bool    // Bytes is the bound, not Percent
+	Bytes     int64   // when InBytes
+	Percent   float64 // of the live bytes, unless InBytes
+}
+
+// DefaultMaxUnused is the dead space gc leaves unless told otherwise: 5%
+// of the live bytes, as restic's prune leaves by default.
+var DefaultMaxUnused = UnusedLimit{Percent: 5}
+
+// Of is the bound for a store holding live bytes; -1 for no bound.
+func (l UnusedLimit) Of(live int64) int64 {
+	switch {
+	case l.Unlimited:
+		return -1
+	case l.InBytes:
+		return l.Bytes
+	}
+	return int64(float64(live) * l.Percent / 100)
+}
+
+func (l UnusedLimit) String() string {
+	switch {
+	case l.Unlimited:
+		return "unlimited"
+	case l.InBytes:
+		return strconv.FormatInt(l.Bytes, 10)
+	}
+	return strconv.FormatFloat(l.Percent, 'f', -1, 64) + "%"
+}
+
+// ParseUnusedLimit reads a bound on dead space as restic's --max-unused
+// takes it: a percentage ("5%"), a number of bytes with an optional
+// suffix k, m, g or t (powers of 1024: "200M"), or "unlimited".
+func ParseUnusedLimit(s string) (UnusedLimit, error) {
+	bad := fmt.Errorf("max unused %q: want a percentage (5%%), a size (200M) or unlimited: %w", s, ErrInvalid)
+	t := strings.TrimSpace(s)
+	switch {
+	case strings.EqualFold(t, "unlimited"):
+		return UnusedLimit{Unlimited: true}, nil
+	case strings.HasSuffix(t, "%"):
+		p, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
+		if err != nil || p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+			return UnusedLimit{}, bad
+		}
+		return UnusedLimit{Percent: p}, nil
+	}
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("kmgt", t[n-1]|0x20); i >= 0 {
+			mult, t = 1<<(10*(i+1)), t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return UnusedLimit{}, bad
+	}
+	return UnusedLimit{InBytes: true, Bytes: n * mult}, nil
 }
 
 // gcDeleteBatch is how many blocks one delete transaction removes.
@@ -100,7 +176,7 @@ func GC(ctx context.Context, st Store, opts *GCOptions) (GCStats, error) {
 		dead = dead[n:]
 	}
 	if c, ok := st.(Compacter); ok {
-		cs, err := c.Compact(ctx, nil)
+		cs, err := c.Compact(ctx, opts.Compact)
 		stats.CompactStats = cs
 		if err != nil {
 			return stats, fmt.Errorf("gc: removed %d blocks, then compaction failed: %w", stats.Removed, err)

@@ -10,11 +10,15 @@
 //	           who has the store open for writing; present only while a
 //	           writer holds it (or after a writer was killed)
 //
-// The database has three buckets:
+// The database has five buckets:
 //
-//	blocks   key: the binary CID; value: the block's bytes
+//	blocks   key: the binary CID; value: the block's bytes, or where it
+//	         lies in a pack file (packs/00000001.pack, ...)
 //	pins     key: the pin name;   value: the binary CID it points at
-//	meta     key "version": the format version, "1"
+//	refs     a bucket per namespace: name -> binary CID
+//	packs    key: the pack number; value: its counts and committed end
+//	meta     key "version": the format version, "1"; "pack": the pack
+//	         being filled
 //
 // [Open] refuses a database without these buckets or with another format
 // version.
@@ -45,10 +49,28 @@
 // they return: after a crash either all of a Put's blocks are stored or
 // none is. Put skips blocks already present.
 //
+// # Space
+//
+// Blocks of 128 bytes and more live in pack files beside the database
+// (pack.go); the packs bucket keeps counts of each, which are only a cache
+// of the index. Delete removes index entries and never touches a file;
+// [Store.Compact] (which gc runs) gives the space back, and a writer's
+// recovery at Open cleans up after a crash. Both decide from a read of the
+// whole index in the transaction that decides, never from the counts: a
+// pack file goes only if no entry points into it, and is cut only after
+// its last block. Compact also rewrites packs that are mostly dead space
+// (copy, switch the index in one transaction, remove after the commit),
+// safe to kill at any point.
+//
+// # Checking
+//
+// [Store.CheckStore] checks what re-hashing blocks cannot see: the index
+// entries, the packs' counts and files, the pins and refs.
+//
 // # Testing
 //
-// [Corrupt] damages a stored block in place, for tests of the code that
-// must catch it.
+// [Corrupt] damages a stored block in place, and [SetPackCounts] writes a
+// pack's counts, for tests of the code that must catch them.
 package boltstore
 
 import (

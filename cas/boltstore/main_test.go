@@ -14,10 +14,11 @@ import (
 // Some tests re-run the test binary as a child process that uses a store
 // (see startChild). The child finds its orders in the environment.
 const (
-	envChild = "HG_TEST_CHILD"      // "1" in a child
-	envMode  = "HG_TEST_CHILD_MODE" // what the child does: "hold" or "crash"
-	envDir   = "HG_TEST_CHILD_DIR"  // the store directory
-	envRun   = "HG_TEST_CHILD_RUN"  // crash: which run this is, for the data
+	envChild  = "HG_TEST_CHILD"         // "1" in a child
+	envMode   = "HG_TEST_CHILD_MODE"    // what the child does: "hold" or "crash"
+	envDir    = "HG_TEST_CHILD_DIR"     // the store directory
+	envRun    = "HG_TEST_CHILD_RUN"     // crash: which run this is, for the data
+	envKillAt = "HG_TEST_CHILD_KILL_AT" // compact: the point at which the child kills itself
 )
 
 func TestMain(m *testing.M) {
@@ -49,6 +50,8 @@ func child(mode, dir string) error {
 			return fmt.Errorf("bad %s: %v", envRun, err)
 		}
 		return crashChild(dir, run)
+	case "compact":
+		return compactChild(dir, os.Getenv(envKillAt))
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -122,4 +125,25 @@ func (p *childProc) kill() []string {
 		_ = p.cmd.Wait()
 	})
 	return rest
+}
+
+// wait waits for the child to end by itself (failing t after a minute)
+// and returns the lines it wrote that nobody had read.
+func (p *childProc) wait(t *testing.T) []string {
+	t.Helper()
+	var rest []string
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if ok {
+				rest = append(rest, line)
+				continue
+			}
+			p.once.Do(func() { _ = p.cmd.Wait() })
+			return rest
+		case <-timeout:
+			t.Fatal("the child has not ended after a minute")
+		}
+	}
 }

@@ -3,11 +3,13 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -154,4 +156,46 @@ func TestDeleteLeavesFilesToReclaim(t *testing.T) {
 	if err != nil || !bytes.Equal(got, pinned[0].Data()) {
 		t.Fatal(err)
 	}
+}
+
+// A refused import gives its blocks' space back at once: the import
+// undoes itself, then compacts what needs no copying.
+func TestRefusedImportLeavesNoBytes(t *testing.T) {
+	ctx := context.Background()
+	s, dir := newStore(t)
+	defer s.Close()
+	kept := bigBlock(7, 300<<10)
+	if err := s.Put(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPin(ctx, "kept", kept.CID()); err != nil {
+		t.Fatal(err)
+	}
+	before := packedSize(t, dir)
+	var blocks []cas.Block
+	for i := range 24 { // past the writer's 16 MiB batch: some are stored before the refusal
+		blocks = append(blocks, bigBlock(byte(100+i), 1<<20))
+	}
+	var car bytes.Buffer
+	w, err := cas.NewCARWriter(&car, []cid.Cid{blocks[0].CID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if err := w.WriteBlock(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data := car.Bytes()
+	data[len(data)-1] ^= 0xff // the last block no longer matches its CID
+	if _, err := cas.ImportCAR(ctx, s, bytes.NewReader(data), nil); !errors.Is(err, cas.ErrCorrupt) {
+		t.Fatalf("import of a damaged bundle: %v, want ErrCorrupt", err)
+	}
+	if after := packedSize(t, dir); after != before {
+		t.Errorf("the refused import left the packs at %d bytes, %d before", after, before)
+	}
+	getsBack(t, s, []cas.Block{kept})
 }

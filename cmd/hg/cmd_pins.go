@@ -85,13 +85,27 @@ func newPinLsCmd(g *globals) *cobra.Command {
 func newGCCmd(g *globals) *cobra.Command {
 	var opts cas.GCOptions
 	var asJSON bool
+	var maxUnused string
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "remove every block no pin, run or memo entry reaches",
+		Short: "remove every block no pin, run or memo entry reaches, and give the space back",
 		Long: `Remove every block that no pin reaches. gc marks first and removes nothing
-if a pinned closure is missing a block or holds a damaged one (run 'hg fsck').`,
+if a pinned closure is missing a block or holds a damaged one (run 'hg fsck').
+
+Then it gives the space back: pack files with no live block go, every pack
+is cut after its last live block, and while more than --max-unused of the
+store is dead space, the live blocks of the packs with the most dead space
+are copied into new packs and the old files removed (as restic's prune
+does). Every step decides from the index itself and is safe to kill. On a
+full disk, dead space is given back in place first where the system allows
+it; packs that still cannot be copied are left for a later gc.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, err := cas.ParseUnusedLimit(maxUnused)
+			if err != nil {
+				return usageError{err}
+			}
+			opts.Compact = &cas.CompactOptions{MaxUnused: limit}
 			return g.withStore(false, func(st cas.Store) error {
 				stats, err := cas.GC(cmd.Context(), st, &opts)
 				if err != nil {
@@ -100,17 +114,25 @@ if a pinned closure is missing a block or holds a damaged one (run 'hg fsck').`,
 				if asJSON {
 					return g.ui.printJSON(stats)
 				}
-				verb := "removed"
 				if stats.DryRun {
-					verb = "would remove"
+					g.ui.printf("would remove %d blocks (%d bytes), kept %d\n", stats.Removed, stats.FreedBytes, stats.Kept)
+					return nil
 				}
-				g.ui.printf("%s %d blocks (%d bytes), kept %d\n", verb, stats.Removed, stats.FreedBytes, stats.Kept)
+				g.ui.printf("removed %d blocks (%d bytes), kept %d; %d bytes freed on disk", stats.Removed, stats.FreedBytes, stats.Kept, stats.DiskFreedBytes)
+				if stats.PacksRewritten > 0 {
+					g.ui.printf(" (%d packs rewritten, %d bytes copied)", stats.PacksRewritten, stats.CopiedBytes)
+				}
+				g.ui.printf("\n")
+				if stats.Postponed > 0 {
+					g.ui.warnf("%d packs were left to rewrite for want of disk space: run 'hg gc' again once there is room", stats.Postponed)
+				}
 				return nil
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.DryRun, "dry-run", "n", false, "report what would be removed, remove nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON, bytes freed on disk among them")
+	cmd.Flags().StringVar(&maxUnused, "max-unused", cas.DefaultMaxUnused.String(), "dead space to tolerate: a `LIMIT` in % of the live bytes, a size (200M), or unlimited (copy nothing)")
 	return cmd
 }
 
