@@ -124,9 +124,17 @@
 // duplicate ids and an empty gate list. Its point is gates that cannot
 // fail: a predicate that reads no variable (`true`, `1 == 1`), that never
 // reads ev, or that the checked AST proves can never be false (`ev.x ==
-// ev.x || true`, `!false`, `ev.ok ? true : true`). Compile refuses those
-// too, so the runtime never evaluates a gate that cannot fail even if the
-// check was skipped.
+// ev.x || true`, `!false`, `ev.ok ? true : true`), or that no probe fails:
+// the gate is evaluated over evidence values at the boundaries of every
+// field the predicate reads (numbers at 0, 1, -1, the constants it names
+// and their neighbours, the largest; lists empty and not; both booleans;
+// strings empty, not, the constants; a field absent), typed as the gate's
+// kind of evidence holds them, and a gate some probe passes and none fails
+// (`ev.ok || !ev.ok`, `ev.failed >= 0 || ev.failed < 0`,
+// `size(ev.problems) >= 0`) is refused with the probes it tried. Compile
+// refuses those too, so the runtime never evaluates a gate that cannot
+// fail even if the check was skipped. The lint can miss a gate that is
+// always true for a reason no probe reaches.
 //
 // # Concurrency
 //

@@ -40,6 +40,11 @@ func (p Problem) Error() string {
 //   - predicate can never be false (`x || true`, `!false`, `ev.a == ev.a`,
 //     `ev.a ? true : true`): the gate cannot fail; or can never be true: the
 //     gate cannot pass;
+//   - no probe makes the gate FAIL while some probe makes it PASS (`ev.ok ||
+//     !ev.ok`, `ev.failed >= 0 || ev.failed < 0`, `size(ev.problems) >= 0`):
+//     the gate cannot fail. Probes are evidence values at the boundaries of
+//     every field the predicate reads, typed as the gate's kind of evidence
+//     holds them (see probe.go);
 //   - max_age is not a Go duration, is negative, or is zero (omit it for no
 //     limit);
 //   - a contradicts entry has a missing or unknown evidence kind, a
@@ -51,7 +56,10 @@ func (p Problem) Error() string {
 // The constant checks walk the checked AST and prove, under CEL's
 // semantics, which results are possible; anything they cannot prove is
 // assumed possible, so a predicate that depends on ev (`ev.total > 0 &&
-// ev.failed == 0`, `size(ev.problems) == 0`) is never reported.
+// ev.failed == 0`, `size(ev.problems) == 0`) is never reported by them.
+// The probes then evaluate the gate itself, at most 2048 times. Both are a
+// lint: a gate that is always true for a reason no probe reaches (a
+// property every real report has) is not reported.
 func Lint(specs []Spec) []Problem {
 	var probs []Problem
 	if len(specs) == 0 {
@@ -148,6 +156,9 @@ func compile(s Spec, label string) (*Gate, []Problem) {
 			add("predicate: can never be false, so the gate cannot fail")
 		case a.out&oTrue == 0:
 			add("predicate: can never be true, so the gate cannot pass")
+		default:
+			// The form proves nothing: evaluate the gate over probes.
+			add(probeProblem(&Gate{spec: Spec{ID: s.ID, Evidence: s.Evidence, Subject: s.Subject, Predicate: s.Predicate}, pred: c}))
 		}
 	}
 
