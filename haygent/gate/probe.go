@@ -22,10 +22,10 @@ import (
 // !ev.ok`, `ev.failed >= 0 || ev.failed < 0` and `size(ev.problems) >= 0`
 // pass them. So Lint also evaluates the gate over probes: evidence values
 // that cover the boundaries of every field the predicate reads, typed as
-// the runtime's evidence of the gate's kind holds them. A gate that no
-// probe makes FAIL cannot fail and is refused. It is a lint: a gate that is
-// always true for reasons the probes do not reach (a property every real
-// report has, a value no probe holds) is not refused.
+// the runtime's evidence of the gate's kind holds them. A gate that some
+// probe makes PASS and none makes FAIL cannot fail and is refused. It is a
+// lint: a gate that is always true for reasons the probes do not reach (a
+// property every real report has, a value no probe holds) is not refused.
 
 // Types of the fields of evidence Data, as kindFields names them.
 const (
@@ -65,6 +65,11 @@ var kindFields = map[string]map[string]string{
 		"observed_subject": typeString, "valid": typeBool, "reason": typeString,
 	},
 }
+
+// FieldType is the type the lint probes field of kind's evidence Data
+// with: "bool", "int", "string" or "list of string"; "" for a field the
+// kind does not define, which is probed with values of every type.
+func FieldType(kind, field string) string { return kindFields[kind][field] }
 
 const (
 	// maxProbes bounds the evaluations of one gate's probe.
