@@ -49,6 +49,11 @@ type Manifest struct {
 	// Isolation "required" means exec steps never run without their whole
 	// confinement, whatever the runner allows (--allow-unisolated).
 	Isolation string `json:"isolation,omitempty"`
+	// MaxAttempts (1 to 100) is how many times a Work Order's scheduler
+	// may start a node running this package, over every resume and retry
+	// of its run, before the node's circuit breaker opens; 0 leaves it to
+	// the Work Order or the scheduler's default.
+	MaxAttempts int `json:"max_attempts,omitempty"`
 }
 
 // Timeouts bound a step and a whole invocation (Go durations).
@@ -310,6 +315,9 @@ func checkManifest(m *Manifest, add func(string, string, ...any)) {
 	}
 	if m.RepairBudget < 0 || m.RepairBudget > 100 {
 		add(f, "repair_budget %d: want 0 to 100", m.RepairBudget)
+	}
+	if m.MaxAttempts < 0 || m.MaxAttempts > 100 {
+		add(f, "max_attempts %d: want 1 to 100, or nothing", m.MaxAttempts)
 	}
 	for i, k := range m.Approvers {
 		if _, err := ParsePublicKey(k); err != nil {

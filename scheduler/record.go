@@ -44,6 +44,15 @@ type Record struct {
 	// bound before it started (none for an order without decisions).
 	Class     string        `cbor:"class,omitempty"`
 	Decisions []DecisionRec `cbor:"decisions,omitempty"`
+	// Events are what moved nodes outside the scheduler's forward moves,
+	// oldest first: circuit breakers opened and reset, re-measurements
+	// that regressed a node, nodes rewritten or deleted by a person (see
+	// [RunEvent]). They are stored apart from the record's root, in a
+	// chain of blocks that only grows.
+	Events []RunEvent `cbor:"-"`
+
+	eventsHead   *cas.Link // the newest stored block of Events
+	eventsStored int       // how many of Events that chain holds
 }
 
 // DecisionRec is how one decision slot of a run was bound: the question,
@@ -71,9 +80,16 @@ type NodeRecord struct {
 	Acceptance *cas.Link `cbor:"acceptance,omitempty"`
 	BlockedBy  *cas.Link `cbor:"blocked_by,omitempty"` // the HALT receipt upstream
 	Reason     string    `cbor:"reason"`
-	// Earlier holds the receipts of attempts that failed before a retry
-	// (hg resume --retry), oldest first.
+	// Earlier holds the receipts of earlier attempts, oldest first: those
+	// that failed before a retry (hg resume --retry), and accepted ones
+	// that a regression took back before the node ran again.
 	Earlier []cas.Link `cbor:"earlier,omitempty"`
+	// Breaker is true while the node's circuit breaker is open: it was
+	// started as many times as its limit allows since BreakerBase (its
+	// attempts when the breaker was last reset; 0 if never), and only
+	// hg breaker reset lets it run again.
+	Breaker     bool  `cbor:"breaker,omitempty"`
+	BreakerBase int64 `cbor:"breaker_base,omitempty"`
 }
 
 // Acceptance is the scheduler's independent check of a receipt.
@@ -127,6 +143,7 @@ type storedRecord struct {
 	Pages     []cas.Link    `cbor:"pages"`
 	Class     string        `cbor:"class,omitempty"`
 	Decisions []DecisionRec `cbor:"decisions,omitempty"`
+	Events    *cas.Link     `cbor:"events,omitempty"` // the newest hg/runevents@1
 }
 
 type runPage struct {
@@ -171,10 +188,18 @@ func encodeRecord(ctx context.Context, rec *Record, cache *pageCache) ([]cas.Blo
 		cache.links[i] = cas.Link{Cid: b.CID()}
 	}
 	clear(cache.dirty)
+	if len(rec.Events) > rec.eventsStored {
+		eb, head, err := encodeEvents(rec.Run, rec.Events[rec.eventsStored:], rec.eventsHead)
+		if err != nil {
+			return nil, cid.Undef, err
+		}
+		blocks = append(blocks, eb...)
+		rec.eventsHead, rec.eventsStored = head, len(rec.Events)
+	}
 	root := storedRecord{Type: rec.Type, Run: rec.Run, WorkOrder: rec.WorkOrder, Name: rec.Name, Objective: rec.Objective,
 		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated,
 		Nodes: int64(len(rec.Nodes)), Pages: append([]cas.Link{}, cache.links...),
-		Class: rec.Class, Decisions: rec.Decisions}
+		Class: rec.Class, Decisions: rec.Decisions, Events: rec.eventsHead}
 	data, err := cas.Marshal(&root)
 	if err != nil {
 		return nil, cid.Undef, err
@@ -232,6 +257,13 @@ func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error)
 			return nil, fmt.Errorf("%s is not a record page: %w", p, cas.ErrInvalid)
 		}
 		rec.Nodes = append(rec.Nodes, page.Nodes...)
+	}
+	if root.Events != nil {
+		evs, err := loadEvents(ctx, st, rec.Run, root.Events.Cid)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", c, err)
+		}
+		rec.Events, rec.eventsHead, rec.eventsStored = evs, root.Events, len(evs)
 	}
 	strictlySorted := true
 	for i := 1; i < len(rec.Nodes); i++ {

@@ -195,6 +195,16 @@ func (s *Scheduler) Ran() int {
 
 func (s *Scheduler) stamp() string { return s.opts.Now().UTC().Format(time.RFC3339Nano) }
 
+// actor is who the events this scheduler records are by: the scheduler,
+// with its runner key.
+func (s *Scheduler) actor() Actor {
+	a := Actor{Who: VerifierName}
+	if s.opts.Key != nil {
+		a.Key = haygent.FormatPublicKey(s.opts.Key.Public().(ed25519.PublicKey))
+	}
+	return a
+}
+
 // CheckRunID checks a run id given by a user: "run-" and then letters,
 // digits and ._- (no "/": RUN/NODE names a node of a run).
 func CheckRunID(id string) error {
@@ -328,13 +338,31 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 		switch {
 		case n.State == dag.Cancelled:
 			n.State, n.Reason = dag.Pending, ""
+		case s.opts.Retry && n.State == dag.Failed && breakerDue(n, plan.MaxAttempts(n.Name)):
+			// The circuit breaker counts every start of the node, in
+			// every process that executed the run: past its limit,
+			// only hg breaker reset lets it run again.
+			openBreaker(rec, n, plan.MaxAttempts(n.Name), s.actor(), s.stamp())
 		case s.opts.Retry && n.State == dag.Failed:
 			if n.Receipt != nil {
 				n.Earlier = append(n.Earlier, *n.Receipt)
 			}
-			n.State, n.Reason, n.Receipt, n.Acceptance = dag.Pending, "", nil, nil
-		case s.opts.Retry && n.State == dag.Blocked:
+			n.State, n.Reason, n.Receipt, n.Acceptance, n.Memo = dag.Pending, "", nil, nil, false
+		case s.opts.Retry && n.State == dag.Blocked && !n.Breaker:
+			// A node blocked below a regression keeps its receipt until
+			// it runs again: it may stay blocked.
 			n.State, n.Reason, n.BlockedBy = dag.Pending, "", nil
+		}
+	}
+	// Receipts a re-measurement took back are never reused from the memo
+	// cache by this run.
+	var regressed map[cid.Cid]bool
+	for _, ev := range rec.Events {
+		if ev.Kind == EventRegressed && ev.Receipt != nil {
+			if regressed == nil {
+				regressed = map[cid.Cid]bool{}
+			}
+			regressed[ev.Receipt.Cid] = true
 		}
 	}
 	rec.Status = StatusRunning
@@ -351,7 +379,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, cancel: cancel}
+	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, cancel: cancel, regressed: regressed}
 	rec, err = e.run(ctx)
 	if executed != nil {
 		executed(e)
@@ -412,7 +440,8 @@ type execution struct {
 	s    *Scheduler
 	plan *Plan
 
-	packages map[string]cid.Cid // the package tree of each node, as the stored Work Order names it
+	packages  map[string]cid.Cid // the package tree of each node, as the stored Work Order names it
+	regressed map[cid.Cid]bool   // receipts a regression event of the run took back
 
 	mu  sync.Mutex
 	rec *Record
@@ -542,8 +571,23 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			if n.State != dag.Ready {
 				continue
 			}
+			if limit := e.plan.MaxAttempts(name); breakerDue(n, limit) {
+				// Started as often as allowed already (a node that
+				// killed its process each time, say): not again.
+				openBreaker(e.rec, n, limit, e.s.actor(), e.s.stamp())
+				e.consumed(name)
+				e.emit(n)
+				e.blockBelow(name)
+				continue
+			}
 			if len(e.queue) > 0 && idle > 0 {
 				ready.Signal()
+			}
+			if n.Receipt != nil {
+				// Accepted work a regression above it took back: it
+				// stays in the record as an earlier attempt.
+				n.Earlier = append(n.Earlier, *n.Receipt)
+				n.Receipt, n.Acceptance, n.Memo = nil, nil, false
 			}
 			n.State = dag.Active
 			n.Attempts++
@@ -670,7 +714,7 @@ func (e *execution) initQueue() {
 	for _, name := range wo.Order {
 		n := e.rec.node(name)
 		switch {
-		case n.State == dag.Failed || n.State == dag.Blocked:
+		case dag.Stops(n.State):
 			e.blockBelow(name)
 		case n.State == dag.Pending && e.waiting[name] == 0:
 			e.enqueue(n)
@@ -742,6 +786,13 @@ func (e *execution) blockBelow(name string) {
 	if n.State == dag.Blocked {
 		cause = n.BlockedBy
 	}
+	reason := "upstream " + name + " did not pass"
+	switch n.State {
+	case dag.Rewritten:
+		reason = "upstream " + name + " was rewritten"
+	case dag.Deleted:
+		reason = "upstream " + name + " was withdrawn"
+	}
 	stack := append([]string(nil), e.dependents[name]...)
 	for len(stack) > 0 {
 		d := e.rec.node(stack[len(stack)-1])
@@ -749,7 +800,7 @@ func (e *execution) blockBelow(name string) {
 		if d.State != dag.Pending {
 			continue
 		}
-		d.State, d.BlockedBy, d.Reason = dag.Blocked, cause, "upstream "+name+" did not pass"
+		d.State, d.BlockedBy, d.Reason = dag.Blocked, cause, reason
 		e.consumed(d.Name)
 		e.emit(d)
 		stack = append(stack, e.dependents[d.Name]...)
@@ -895,7 +946,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		if !ok && inStore {
 			hit, ok = e.memo(ctx, stored)
 		}
-		if ok {
+		if ok && !e.regressed[hit.receipt] {
 			res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
 			return res
 		}
@@ -1128,6 +1179,11 @@ func (e *execution) applyLocked(r result) {
 	n := e.rec.node(r.node)
 	n.State, n.Reason, n.Memo = r.state, r.reason, r.memo
 	if r.receipt.Defined() {
+		if k := len(n.Earlier); k > 0 && n.Earlier[k-1].Cid == r.receipt {
+			// The memo cache gave back the receipt the node held before
+			// it ran again: it is its current one, not an earlier one.
+			n.Earlier = n.Earlier[:k-1]
+		}
 		n.Receipt = &cas.Link{Cid: r.receipt}
 	}
 	if r.accept.Defined() {
@@ -1330,12 +1386,16 @@ func outcome(nodes []NodeRecord, wo *dag.WorkOrder) (held bool, reason string) {
 	mandatory := mandatoryNodes(wo)
 	var target, remaining []string
 	for _, n := range nodes {
+		state := n.State
+		if n.Breaker {
+			state += ", breaker open"
+		}
 		switch {
 		case n.State == dag.Done:
 		case required[n.Name]:
-			target = append(target, n.Name+" ("+n.State+")")
+			target = append(target, n.Name+" ("+state+")")
 		case mandatory[n.Name]:
-			remaining = append(remaining, n.Name+" ("+n.State+")")
+			remaining = append(remaining, n.Name+" ("+state+")")
 		}
 	}
 	if len(target) == 0 && len(remaining) == 0 {
