@@ -23,6 +23,7 @@ const (
 	CheckOutcome    = "outcome"
 	CheckAcceptance = "acceptance"
 	CheckPlace      = "place in the run"
+	CheckEvents     = "events"
 )
 
 // VerifyOptions tune [VerifyRun]. A nil *VerifyOptions means none.
@@ -147,6 +148,12 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	}
 	v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
 	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
+	var events map[string][]RunEvent // by node; nil for a run without events
+	if len(rec.Events) > 0 {
+		var c haygent.Check
+		events, c = eventsByNode(rec)
+		v.Checks = append(v.Checks, c)
+	}
 
 	// Each package tree is walked once, not once per receipt; one that
 	// is damaged is left to every receipt's own walk, which names it.
@@ -186,7 +193,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 					return
 				}
 				for i := k * signatureBatch; i < min((k+1)*signatureBatch, len(rec.Nodes)); i++ {
-					if err := verifyNode(ctx, st, cv, rec, wo, packages, i, &v.Nodes[i]); err != nil {
+					if err := verifyNode(ctx, st, cv, rec, wo, packages, events, i, &v.Nodes[i]); err != nil {
 						select {
 						case errs <- err:
 						default:
@@ -314,9 +321,18 @@ func summarize(list []string) string {
 }
 
 // verifyNode fills out the verification of node i of the record.
-func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, i int, out *NodeVerification) error {
+func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, events map[string][]RunEvent, i int, out *NodeVerification) error {
 	n := rec.Nodes[i]
 	out.Node, out.State = n.Name, n.State
+	// A node that events moved, or that only an event can have moved,
+	// is checked against them: a regressed receipt is not done work.
+	if evs := events[n.Name]; len(evs) > 0 || n.State == dag.Rewritten || n.State == dag.Deleted || n.Breaker {
+		c, err := nodeEventsCheck(ctx, cv, n, evs)
+		if err != nil {
+			return err
+		}
+		out.Checks = append(out.Checks, c)
+	}
 	if n.Receipt == nil {
 		if n.State == dag.Done {
 			out.Checks = append(out.Checks, haygent.Check{Name: CheckAcceptance, Detail: "the node is done but records no receipt"})
@@ -462,4 +478,109 @@ func sameCIDs(a, b []cid.Cid) bool {
 	slices.SortFunc(a, cmp)
 	slices.SortFunc(b, cmp)
 	return slices.Equal(a, b)
+}
+
+// eventsByNode groups the record's events by node, and checks that each
+// is of a known kind and names a node of the run.
+func eventsByNode(rec *Record) (map[string][]RunEvent, haygent.Check) {
+	c := haygent.Check{Name: CheckEvents}
+	byNode := map[string][]RunEvent{}
+	for i, ev := range rec.Events {
+		switch ev.Kind {
+		case EventBreakerOpen, EventBreakerReset, EventRegressed, EventRewritten, EventDeleted:
+		default:
+			c.Detail = fmt.Sprintf("event #%d is of an unknown kind %q", i, ev.Kind)
+			return byNode, c
+		}
+		if rec.node(ev.Node) == nil {
+			c.Detail = fmt.Sprintf("event #%d (%s) names node %q, which the run does not have", i, ev.Kind, ev.Node)
+			return byNode, c
+		}
+		byNode[ev.Node] = append(byNode[ev.Node], ev)
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("%s of %s", plural(len(rec.Events), "event"), plural(len(byNode), "node"))
+	return byNode, c
+}
+
+// nodeEventsCheck checks a node's state against the events that moved
+// it, oldest first: each event makes a move its kind allows; nothing
+// follows a deletion, and only a deletion a rewrite; a node rewritten or
+// deleted has the event that made it so, naming its state; a node whose
+// breaker is open is blocked; a done node's receipt is not one a
+// regression took back; and the later receipt a rewrite names verifies
+// now, a PASS.
+func nodeEventsCheck(ctx context.Context, cv *haygent.ChainVerifier, n NodeRecord, evs []RunEvent) (haygent.Check, error) {
+	c := haygent.Check{Name: CheckEvents}
+	var last *RunEvent // the last rewrite or deletion
+	var note string
+	for i := range evs {
+		ev := &evs[i]
+		if last != nil && (last.Kind == EventDeleted || ev.Kind != EventDeleted) {
+			c.Detail = fmt.Sprintf("a %s event follows the node's %s at %s", ev.Kind, last.Kind, last.At)
+			return c, nil
+		}
+		ok := true
+		switch ev.Kind {
+		case EventRegressed:
+			ok = ev.From == dag.Done && ev.To == dag.Failed && ev.Receipt != nil
+		case EventRewritten:
+			ok = ev.To == dag.Rewritten && dag.CanReopen(ev.From, ev.To) && ev.By != nil
+		case EventDeleted:
+			ok = ev.To == dag.Deleted && dag.CanReopen(ev.From, ev.To)
+		case EventBreakerOpen:
+			ok = ev.To == dag.Blocked
+		}
+		if !ok {
+			c.Detail = fmt.Sprintf("a %s event moves the node from %s to %s", ev.Kind, ev.From, ev.To)
+			return c, nil
+		}
+		switch ev.Kind {
+		case EventRewritten, EventDeleted:
+			last = ev
+		case EventRegressed:
+			if n.State == dag.Done && n.Receipt != nil && n.Receipt.Cid == ev.Receipt.Cid {
+				c.Detail = fmt.Sprintf("the node is done with receipt %s, which regressed at %s: %s: %s", n.Receipt.Cid, ev.At, ev.Check, ev.Reason)
+				return c, nil
+			}
+		}
+		note = fmt.Sprintf("%s at %s by %s", ev.Kind, ev.At, ev.Who)
+	}
+	switch {
+	case (n.State == dag.Rewritten || n.State == dag.Deleted) && (last == nil || last.To != n.State):
+		c.Detail = fmt.Sprintf("the node is %s, but no event made it so", n.State)
+		return c, nil
+	case last != nil && last.To != n.State:
+		c.Detail = fmt.Sprintf("the node is %s, but a %s event at %s made it %s", n.State, last.Kind, last.At, last.To)
+		return c, nil
+	case n.Breaker && n.State != dag.Blocked:
+		c.Detail = fmt.Sprintf("the node's breaker is open, but it is %s", n.State)
+		return c, nil
+	}
+	if last != nil && last.Kind == EventRewritten {
+		v, err := cv.Verify(ctx, last.By.Cid)
+		if err != nil {
+			return c, err
+		}
+		switch f := v.FirstFailure(); {
+		case f != nil:
+			c.Detail = fmt.Sprintf("the later receipt %s (%s) that rewrote it does not verify: %s: %s", last.By.Cid, last.ByNode, f.Name, f.Detail)
+			return c, nil
+		case v.Status != haygent.StatusPass:
+			c.Detail = fmt.Sprintf("the later receipt %s (%s) that rewrote it is a %s", last.By.Cid, last.ByNode, v.Status)
+			return c, nil
+		}
+	}
+	c.OK, c.Detail = true, "no events"
+	if note != "" {
+		c.Detail = fmt.Sprintf("%s, the last %s", plural(len(evs), "event"), note)
+	}
+	return c, nil
+}
+
+// plural writes n things, in the singular for one.
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
