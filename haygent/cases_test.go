@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,13 @@ func runCase(t *testing.T, file string) {
 
 	if err := r.VerifySignature(); err != nil {
 		t.Errorf("signature: %v", err)
+	}
+	// The verifier, from the store alone, agrees with every verdict.
+	if v, err := haygent.VerifyReceipt(context.Background(), st, res.ReceiptCID, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}); err != nil || !v.OK() {
+		if err == nil {
+			err = fmt.Errorf("%+v", *v.FirstFailure())
+		}
+		t.Errorf("verify: %v", err)
 	}
 	if r.Status != c.Expect.Status {
 		t.Fatalf("status %s, want %s", r.Status, c.Expect.Status)

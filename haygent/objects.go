@@ -43,6 +43,11 @@ type Evidence struct {
 	Data       map[string]any `cbor:"data"`
 	ObservedAt string         `cbor:"observed_at"` // RFC 3339, UTC
 	Coverage   Coverage       `cbor:"coverage"`
+	// Workspace, on evidence a command gave, is the workspace it ran on,
+	// and Scope the files of it the evidence covers (see freshness.go);
+	// on "workspace" evidence, the workspace the gates saw.
+	Workspace *cas.Link `cbor:"workspace,omitempty"`
+	Scope     *Scope    `cbor:"scope,omitempty"`
 }
 
 // Denied is an operation the permission checker refused.

@@ -117,6 +117,12 @@ type Step struct {
 	// OnDenied is what a denied operation does to the run: "halt"
 	// (default) or "continue" (recorded; the step fails).
 	OnDenied string `json:"on_denied,omitempty"`
+	// Outputs (exec) are globs of the files the step writes: its
+	// evidence does not vouch for them, so a later change to them leaves
+	// it fresh. Covers narrows what its evidence vouches for to the files
+	// its globs match (default: every file).
+	Outputs []string `json:"outputs,omitempty"`
+	Covers  []string `json:"covers,omitempty"`
 }
 
 // Package is a loaded, compiled Haygent package.
@@ -224,6 +230,7 @@ func Load(dir string) (*Package, error) {
 	if readJSON(SpineFile, &p.Spine) {
 		checkSpine(p, add)
 		checkReportPaths(p, add)
+		checkScopes(p, add)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, GatesFile)); err != nil {
 		add(GatesFile, "%v", trimPathErr(err))

@@ -138,6 +138,7 @@ type runner struct {
 	denied      []Denied
 	used        map[string]bool
 	limitations []string
+	vouchings   []vouching // evidence that vouches for a workspace, for the gates' freshness
 	artifacts   map[string]Artifact
 	lastChange  map[string]time.Time
 	attempt     int64
@@ -481,6 +482,12 @@ func (r *runner) observe(step, kind, subject string, data map[string]any) (cas.L
 // first, so what the runtime evaluates and what a verifier reads back are
 // the same values.
 func (r *runner) observeAt(step, kind, subject string, data map[string]any, at time.Time) (cas.Link, error) {
+	return r.observeOn(step, kind, subject, data, at, nil)
+}
+
+// observeOn records evidence; with on, evidence that vouches for the
+// workspace on.workspace, within on.scope (see freshness.go).
+func (r *runner) observeOn(step, kind, subject string, data map[string]any, at time.Time, on *vouching) (cas.Link, error) {
 	enc, err := cas.EncodeNode(cas.FromJSON(data))
 	if err != nil {
 		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
@@ -495,9 +502,18 @@ func (r *runner) observeAt(step, kind, subject string, data map[string]any, at t
 		Data: stored.(map[string]any), ObservedAt: stamp(at),
 		Coverage: Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
 	}
+	if on != nil {
+		ev.Workspace = &cas.Link{Cid: on.workspace}
+		if kind != KindWorkspace {
+			ev.Scope = &Scope{Covers: orEmptyS(on.scope.Covers), Excludes: orEmptyS(on.scope.Excludes)}
+		}
+	}
 	link, err := r.put(&ev)
 	if err != nil {
 		return cas.Link{}, err
+	}
+	if on != nil && kind != KindWorkspace {
+		r.vouchings = append(r.vouchings, vouching{ref: link.String(), step: step, workspace: on.workspace, scope: *ev.Scope})
 	}
 	r.evidence = append(r.evidence, gate.Evidence{Ref: link.String(), Kind: kind, Subject: subject, Data: ev.Data, ObservedAt: at})
 	r.evLinks = append(r.evLinks, link)
@@ -557,6 +573,12 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if err := r.needWorkspace(); err != nil {
 		return nil, err
 	}
+	// The workspace the command runs on, which its evidence vouches for.
+	taken, err := r.snapshotWorkspace()
+	if err != nil {
+		return nil, fmt.Errorf("step %s: snapshot workspace: %w", s.ID, err)
+	}
+	on := &vouching{step: s.ID, workspace: taken.Cid, scope: Scope{Covers: s.Covers, Excludes: s.Outputs}}
 	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work, r.opts.StoreDir)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: scratch copy: %w", s.ID, err)
@@ -657,7 +679,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		"isolation":   anySlice(res.Isolation),
 		"duration_ms": res.Finished.Sub(res.Started).Milliseconds(),
 	}
-	link, err := r.observe(s.ID, evidence.KindExit, subject, exitData)
+	link, err := r.observeOn(s.ID, evidence.KindExit, subject, exitData, r.now(), on)
 	if err != nil {
 		return nil, err
 	}
@@ -694,7 +716,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		// Every string taken from the step's output is redacted before
 		// it is stored, as the output itself is.
 		data = redactStrings(data, secrets).(map[string]any)
-		link, err := r.observe(s.ID, evidence.KindTestReport, subject, data)
+		link, err := r.observeOn(s.ID, evidence.KindTestReport, subject, data, r.now(), on)
 		if err != nil {
 			return nil, err
 		}
@@ -1164,6 +1186,22 @@ func (r *runner) evaluateGates() ([]gateOutcome, error) {
 		return nil, err
 	}
 	env := gate.Env{Now: r.now(), LastChange: r.lastChange}
+	if len(r.vouchings) > 0 {
+		// What the command evidence vouches for is judged against the
+		// workspace as it is now.
+		now, err := r.snapshotWorkspace()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot workspace for the gates: %w", err)
+		}
+		link, err := r.observeOn("gates", KindWorkspace, "workspace", map[string]any{}, env.Now, &vouching{workspace: now.Cid})
+		if err != nil {
+			return nil, err
+		}
+		rec.evidence = append(rec.evidence, link)
+		if env.Stale, err = staleEvidence(r.ctx, r.st, r.vouchings, now.Cid); err != nil {
+			return nil, fmt.Errorf("workspace freshness: %w", err)
+		}
+	}
 	var out []gateOutcome
 	for _, g := range r.pkg.Gates {
 		res := g.Evaluate(r.evidence, env)

@@ -72,7 +72,7 @@ func TestStepCannotReachStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{}
 			if tc.onDenied != "" {
-				files["spine/spine.json"] = `{"steps": [{"id": "probe", "kind": "exec", "command": "probe", "on_denied": "` + tc.onDenied + `"}]}`
+				files["spine/spine.json"] = `{"steps": [{"id": "probe", "kind": "exec", "command": "probe", "outputs": ["out.txt", "stolen.txt"], "on_denied": "` + tc.onDenied + `"}]}`
 			}
 			dir := copyPackage(t, "storeprobe", files)
 			st := memstore.New()

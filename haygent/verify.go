@@ -692,7 +692,8 @@ type evaluation struct {
 	node       *tnode
 	evidence   []gate.Evidence
 	lastChange map[string]time.Time
-	unusable   []string // why the recomputation cannot be trusted
+	stale      map[string]string // evidence ref -> why its workspace changed
+	unusable   []string          // why the recomputation cannot be trusted
 	final      bool
 }
 
@@ -1008,8 +1009,8 @@ func (vr *verifier) checkChain(r *Receipt, chain []*tnode, probs problems, compl
 				probs.add("evidence %s in transition seq %d was observed by step %q attempt %d, not step %q attempt %d", l, t.Seq, ev.Step, ev.Attempt, t.Step, t.Attempt)
 			}
 		}
-		if t.Kind == "gates" && len(t.Evidence) > 0 {
-			probs.add("gates transition seq %d (%s) records evidence; gates only read it", t.Seq, n.cid)
+		if t.Kind == "gates" && !onlyWorkspace(n.evidence) {
+			probs.add("gates transition seq %d (%s) records evidence other than one observation of the workspace; gates only read it", t.Seq, n.cid)
 		}
 		if t.Kind != "gates" && len(t.Gates) > 0 {
 			probs.add("transition seq %d (%s) of kind %q records gate results; only gates transitions do", t.Seq, n.cid, t.Kind)
@@ -1335,6 +1336,8 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 	var evs []gate.Evidence
 	lastChange := map[string]time.Time{}
 	var unusable []string
+	var vouchings []vouching // command evidence and the workspace it vouches for
+	var seen cid.Cid         // the workspace the current gates transition observed
 	for _, n := range chain {
 		for j, ev := range n.evidence {
 			l := n.t.Evidence[j].Cid
@@ -1351,12 +1354,34 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 			if ev.Kind == gate.KindMutation {
 				lastChange[ev.Subject] = at
 			}
+			switch {
+			case ev.Workspace == nil:
+			case ev.Kind == KindWorkspace && n.t.Kind == "gates":
+				seen = ev.Workspace.Cid
+			case ev.Scope != nil:
+				vouchings = append(vouchings, vouching{ref: l.String(), step: ev.Step, workspace: ev.Workspace.Cid, scope: *ev.Scope})
+			}
 		}
 		if n.t.Kind == "gates" {
-			evals = append(evals, &evaluation{
+			e := &evaluation{
 				node: n, evidence: slices.Clone(evs), lastChange: maps.Clone(lastChange),
 				unusable: slices.Clone(unusable),
-			})
+			}
+			// As the runtime did: the evidence of commands is judged
+			// against the workspace this evaluation observed.
+			if len(vouchings) > 0 {
+				var err error
+				switch {
+				case !seen.Defined():
+					e.unusable = append(e.unusable, fmt.Sprintf("gates transition seq %d observed no workspace, so the freshness of command evidence cannot be judged", n.t.Seq))
+				default:
+					if e.stale, err = staleEvidence(vr.ctx, vr.st, vouchings, seen); err != nil {
+						e.unusable = append(e.unusable, "workspace freshness: "+err.Error())
+					}
+				}
+			}
+			seen = cid.Undef
+			evals = append(evals, e)
 		}
 	}
 	if len(evals) == 0 {
@@ -1433,7 +1458,7 @@ func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compi
 			add(fail(name(g.Gate), "recorded %s in %s; cannot be recomputed: %s", g.Verdict, l, strings.Join(slices.DeleteFunc(why, func(s string) bool { return s == "" }), "; ")))
 			continue
 		}
-		res := compiled[i].g.Evaluate(e.evidence, gate.Env{Now: now, LastChange: e.lastChange})
+		res := compiled[i].g.Evaluate(e.evidence, gate.Env{Now: now, LastChange: e.lastChange, Stale: e.stale})
 		if e.final {
 			final.verdicts[g.Gate] = string(res.Verdict)
 		}

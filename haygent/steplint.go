@@ -1,6 +1,7 @@
 package haygent
 
 import (
+	"github.com/haygent/hg/haygent/perm"
 	"path"
 	"strings"
 )
@@ -27,6 +28,26 @@ func checkReportPaths(p *Package, add func(string, string, ...any)) {
 			if target != "" && path.Clean(target) == want {
 				add(SpineFile, "step %d (%q): report file %q is written by step %d (%q, %s): a report is evidence only when the step's own command writes it",
 					i, s.ID, file, j, w.ID, w.Op)
+			}
+		}
+	}
+}
+
+// checkScopes refuses outputs and covers globs that do not parse, and on
+// steps other than exec, whose evidence vouches for no workspace.
+func checkScopes(p *Package, add func(string, string, ...any)) {
+	for i, s := range p.Spine.Steps {
+		for _, f := range []struct {
+			name  string
+			globs []string
+		}{{"outputs", s.Outputs}, {"covers", s.Covers}} {
+			if len(f.globs) > 0 && s.Kind != StepExec {
+				add(SpineFile, "step %d (%q): %s is for exec steps", i, s.ID, f.name)
+			}
+			for _, g := range f.globs {
+				if _, err := perm.ParseGlob(g); err != nil {
+					add(SpineFile, "step %d (%q): %s %q: %v", i, s.ID, f.name, g, err)
+				}
 			}
 		}
 	}
