@@ -152,3 +152,72 @@ func TestAnswerNormalized(t *testing.T) {
 		t.Fatal("an answer shaped like a reference is taken")
 	}
 }
+
+// AnswerFrom uses or refuses every answer: it answers what the log does
+// not bind (over a default too), keeps the log's value when the answer is
+// the same, and refuses, together and before judging any value, a name no
+// decision has and an answer the log binds otherwise.
+func TestAnswerFrom(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	appendEv(t, st, "b", belief.OpAssert, int64(5))
+	log, err := belief.Log(ctx, st, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clarify := func() []*belief.Resolved {
+		all, _ := belief.Clarify(parse(t), belief.Reduce(log))
+		return all
+	}
+
+	// The log's own value (7.0 is 7, as in an input), an open decision,
+	// and one with a default: all taken; nothing left open.
+	all := clarify()
+	open, err := belief.AnswerFrom("c", all, map[string]any{"a": "x", "b": 5.0, "d": int64(9)}, belief.SourceFile)
+	if err != nil || len(open) != 0 {
+		t.Fatalf("open %v, %v", open, err)
+	}
+	if a := all[0]; a.Value != "x" || a.Source != belief.SourceFile || !a.Asked {
+		t.Errorf("a: %+v", a)
+	}
+	if b := all[1]; b.Value != int64(5) || b.Source != belief.SourceBelief || b.Asked || b.Event != log[0].CID {
+		t.Errorf("b, the log's value again, must stay the log's: %+v", b)
+	}
+	if d := all[2]; d.Value != int64(9) || d.Source != belief.SourceFile || !d.Asked {
+		t.Errorf("d, over its default: %+v", d)
+	}
+
+	// No answers: the critical decision the log does not bind stays open.
+	if open, err := belief.AnswerFrom("c", clarify(), map[string]any{}, belief.SourceFile); err != nil || len(open) != 1 || open[0].Decision.Name != "a" {
+		t.Fatalf("open %v, %v", open, err)
+	}
+
+	// Another value than the log's, and a name no decision has: refused
+	// together, before the bad value of a is judged, and nothing bound.
+	all = clarify()
+	_, err = belief.AnswerFrom("c", all, map[string]any{"a": "not allowed", "b": int64(6), "e": 1}, belief.SourceFile)
+	var ae *belief.AnswersError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v, want an AnswersError", err)
+	}
+	if len(ae.Unknown) != 1 || ae.Unknown[0] != "e" || len(ae.Conflicts) != 1 {
+		t.Fatalf("%+v", ae)
+	}
+	if c := ae.Conflicts[0]; c.Slot != "b" || c.Answer != int64(6) || c.Log.Value != int64(5) || c.Log.Event.CID != log[0].CID {
+		t.Fatalf("conflict %+v", c)
+	}
+	want := `"e" names no decision of the Work Order (its decisions: a, b, d); decision "b": the belief log of class c binds it to 5 (assert by tester, event ` +
+		log[0].CID.String() + `), the answers file says 6; an answers file does not override the log: change it first with 'hg belief retract c b --why TEXT' (then answer it) or 'hg belief assert c b VALUE'`
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant\n%s", err, want)
+	}
+	if all[0].Bound || all[1].Value != int64(5) {
+		t.Errorf("a refused set of answers bound something: %+v %+v", all[0], all[1])
+	}
+
+	// A value the decision does not allow: the decision's own error.
+	if _, err := belief.AnswerFrom("c", clarify(), map[string]any{"a": "q"}, belief.SourceFile); err == nil || errors.As(err, &ae) ||
+		err.Error() != `decision "a": "q" is not one of "x" or "y"` {
+		t.Fatalf("err = %v", err)
+	}
+}

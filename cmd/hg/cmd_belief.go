@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -29,7 +30,14 @@ func (e needInputError) Error() string { return e.msg }
 // exit 5, with nothing run and nothing written.
 func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile string, asJSON bool) error {
 	wo := plan.WorkOrder
-	if len(wo.Decisions) == 0 {
+	var answers map[string]any
+	if answersFile != "" {
+		var err error
+		if answers, err = readAnswers(answersFile); err != nil {
+			return err
+		}
+	}
+	if len(wo.Decisions) == 0 && len(answers) == 0 {
 		return nil
 	}
 	st, err := g.openStore(true, commandLine(g.args))
@@ -42,23 +50,19 @@ func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile 
 		return err
 	}
 	all, open := belief.Clarify(wo, belief.Reduce(log))
-	if len(open) > 0 && answersFile != "" {
-		answers, err := readAnswers(answersFile)
-		if err != nil {
-			return err
+	if answersFile != "" {
+		// Every answer is used or refused: see belief.AnswerFrom.
+		open, err = belief.AnswerFrom(wo.Class, all, answers, belief.SourceFile)
+		var ae *belief.AnswersError
+		switch {
+		case errors.As(err, &ae):
+			return usageError{fmt.Errorf("%s: %w", answersFile, err)}
+		case err != nil:
+			return fmt.Errorf("%s: %w", answersFile, err)
 		}
-		var still []*belief.Resolved
-		for _, r := range open {
-			v, ok := answers[r.Decision.Name]
-			if !ok {
-				still = append(still, r)
-				continue
-			}
-			if err := r.Answer(v, belief.SourceFile); err != nil {
-				return fmt.Errorf("%s: decision %q: %w", answersFile, r.Decision.Name, err)
-			}
-		}
-		open = still
+	}
+	if len(all) == 0 {
+		return nil
 	}
 	if len(open) > 0 && !asJSON && g.ui.stdinIsTerminal() {
 		if err := askOnTerminal(g, open); err != nil {

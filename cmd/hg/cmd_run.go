@@ -52,8 +52,12 @@ A Work Order with decision slots is clarified first: the belief log of its
 task class binds what it can; the critical slots left are asked on the
 terminal, or answered from --answers FILE (a JSON object of decision names
 and values); otherwise hg lists the questions and exits 5, with nothing run.
-A run that reaches its outcome writes the answers it used into the belief
-log (see 'hg belief'), so the next order of the class asks none of them.`,
+Every answer in FILE is used or refused: a name no decision has, or a value
+other than the one the belief log binds, is refused (exit 2) before
+anything runs; the log changes only through 'hg belief retract' or 'hg
+belief assert'. A run that reaches its outcome writes the answers it used
+into the belief log (see 'hg belief'), so the next order of the class asks
+none of them.`,
 		Args: exactArgs(1, "one WORKORDER.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runID != "" {
@@ -81,7 +85,7 @@ log (see 'hg belief'), so the next order of the class asks none of them.`,
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run `run-NAME` instead of a generated id")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "run every node, even when an accepted receipt for the same work exists")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the plan in waves; run nothing")
-	cmd.Flags().StringVar(&answers, "answers", "", "answer the Work Order's open decisions from `FILE`, a JSON object")
+	cmd.Flags().StringVar(&answers, "answers", "", "answer the Work Order's decisions the belief log does not bind from `FILE`, a JSON object")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
