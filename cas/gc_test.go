@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/ipfs/go-cid"
 )
 
 func TestGCKeepsPinnedClosure(t *testing.T) {
@@ -126,5 +132,106 @@ func TestFsck(t *testing.T) {
 	}
 	if len(rep.Missing) != 1 || rep.Missing[0].Pin != "f" {
 		t.Fatalf("missing chunk: %+v", rep)
+	}
+}
+
+// fsck checks the sizes hg/tree@1 and hg/file@1 nodes record against
+// their children: a tree that says a file holds 2^64-1 bytes, a
+// directory's total that is not its entries', a symlink's length that is
+// not its target's, a file node whose size is not its chunks', each
+// hashes correctly and is named; a tree put by hg is clean.
+func TestFsckChecksSizes(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", "b.bin"), randomBytes(cas.ChunkSize+10, 9), 0o644)
+	os.Symlink("a.txt", filepath.Join(dir, "link"))
+	root, err := cas.PutTree(ctx, st, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetPin(ctx, "tree", root); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := cas.Fsck(ctx, st, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("a tree hg put: %+v, %v", rep, err)
+	}
+	good, err := cas.LoadTree(ctx, st, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// forge stores a copy of the root with one entry's size changed, or
+	// with a file node of another size in its place, and pins it.
+	forge := func(name string, edit func(t *cas.TreeNode)) cid.Cid {
+		tr := *good
+		tr.Entries = slices.Clone(good.Entries)
+		edit(&tr)
+		data, err := cas.Marshal(&tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := cas.NewBlock(cas.DagCBOR, data)
+		if err := st.Put(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetPin(ctx, name, b.CID()); err != nil {
+			t.Fatal(err)
+		}
+		return b.CID()
+	}
+	entry := func(tr *cas.TreeNode, name string) *cas.TreeEntry {
+		for i := range tr.Entries {
+			if tr.Entries[i].Name == name {
+				return &tr.Entries[i]
+			}
+		}
+		t.Fatalf("no entry %s", name)
+		return nil
+	}
+	huge := forge("huge", func(tr *cas.TreeNode) { entry(tr, "a.txt").Size = math.MaxUint64 })
+	dirSize := forge("dirsize", func(tr *cas.TreeNode) { entry(tr, "sub").Size++ })
+	linkSize := forge("linksize", func(tr *cas.TreeNode) { entry(tr, "link").Size = 99 })
+	lying := cas.FileNode{Type: cas.TypeFile, Size: 6, Links: []cas.Link{{Cid: cas.NewBlock(cas.Raw, []byte("hello")).CID()}}}
+	data, err := cas.Marshal(&lying)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lyingBlock := cas.NewBlock(cas.DagCBOR, data)
+	if err := st.Put(ctx, lyingBlock); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetPin(ctx, "lying", lyingBlock.CID()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = cas.Fsck(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[cid.Cid]string{
+		huge:             `entry "a.txt" says 18446744073709551615 bytes`,
+		dirSize:          `entry "sub" says`,
+		linkSize:         `entry "link" says 99 bytes`,
+		lyingBlock.CID(): "says 6 bytes",
+	}
+	if rep.OK() {
+		t.Fatal("fsck found nothing")
+	}
+	found := map[cid.Cid]bool{}
+	for _, b := range rep.Invalid {
+		w, ok := want[b.CID]
+		if !ok {
+			t.Errorf("invalid %s: %s; it is not one of the forged nodes", b.CID, b.Error)
+		}
+		found[b.CID] = found[b.CID] || strings.Contains(b.Error, w)
+	}
+	for c, w := range want {
+		if !found[c] {
+			t.Errorf("%s: no finding saying %q in %+v", c, w, rep.Invalid)
+		}
 	}
 }

@@ -64,8 +64,12 @@
 //
 // # Checking
 //
-// [Store.CheckStore] checks what re-hashing blocks cannot see: the index
-// entries, the packs' counts and files, the pins and refs.
+// [Store.CheckStore] checks what re-hashing blocks cannot see: the
+// database file page by page, then bbolt's own Tx.Check; the index
+// entries, the packs' counts and files, the pins and refs. [Open] reads
+// what bbolt would trust at once before bbolt does (dbfile.go), and every
+// panic or fault of bbolt's becomes an error wrapping [ErrDamaged].
+// [Repair] rebuilds a damaged database from what can still be read of it.
 //
 // # Testing
 //
@@ -81,6 +85,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,7 +294,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.Timeout = DefaultTimeout
 	}
 	path := filepath.Join(dir, dbFile)
-	db, err := bolt.Open(path, 0o600, boltOptions(o.ReadOnly, o.Timeout))
+	if err := precheck(path, !o.ReadOnly); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	db, err := openBolt(path, boltOptions(o.ReadOnly, o.Timeout))
 	switch {
 	case err == nil:
 	case errors.Is(err, berrors.ErrTimeout):
@@ -298,12 +306,12 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("no store at %s: %w", dir, cas.ErrNotFound)
 	case errors.Is(err, errEmptyDB):
 		return nil, fmt.Errorf("open store %s: %s is empty: the store was never initialised, or is being initialised", dir, path)
-	case errors.As(err, new(*fs.PathError)):
+	case errors.As(err, new(*fs.PathError)), errors.Is(err, ErrDamaged):
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	default:
 		// bbolt's own errors (invalid database, version mismatch,
 		// checksum error, file size too small) name no file.
-		return nil, fmt.Errorf("open store %s: %s is not a bbolt database, or is damaged: %w", dir, path, err)
+		return nil, fmt.Errorf("open store %s: %s is not a bbolt database, or is damaged: %w (%w)", dir, path, ErrDamaged, err)
 	}
 	if err := checkLayout(db); err != nil {
 		db.Close()
@@ -1048,21 +1056,33 @@ func (damaged) Error() string        { return "the database file is damaged" }
 func (damaged) Is(target error) bool { return target == cas.ErrCorrupt }
 
 // view and update run a bbolt transaction. bbolt panics on a page that is
-// not what the file says it is (a damaged database); the transaction is
-// rolled back, its lock released, and the panic becomes an error that
-// wraps [ErrDamaged], so that a command reports it instead of crashing.
+// not what the file says it is (a damaged database), and a read through
+// its memory map past the end of the file faults; the fault is made a
+// panic (debug.SetPanicOnFault), the transaction rolled back, its lock
+// released, and the panic becomes an error that wraps [ErrDamaged], so
+// that a command reports it instead of crashing.
 func view(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
-	defer recoverDamage(db, &err)
+	defer recoverDamage(db.Path(), &err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.View(fn)
 }
 
 func update(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
-	defer recoverDamage(db, &err)
+	defer recoverDamage(db.Path(), &err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.Update(fn)
 }
 
-func recoverDamage(db *bolt.DB, err *error) {
+// openBolt is bolt.Open with its panics and faults made errors, as in
+// view. (precheck has turned away the damage known to make it panic.)
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer recoverDamage(path, &err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return bolt.Open(path, 0o600, opts)
+}
+
+func recoverDamage(path string, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%s: %w (bbolt: %v)", db.Path(), ErrDamaged, r)
+		*err = fmt.Errorf("%s: %w (bbolt: %v)", path, ErrDamaged, r)
 	}
 }

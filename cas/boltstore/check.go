@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,12 +13,17 @@ import (
 
 var _ cas.StoreChecker = (*Store)(nil)
 
-// CheckStore checks what re-hashing the blocks cannot see: every entry of
-// the index decodes and is keyed by a CID; every pack's counts (blocks
-// and bytes) and committed end agree with the index; every pack the
-// index points into is on disk and long enough for its last block; every
-// pin and ref holds a CID. It returns every problem it finds, in a fixed
-// order; the error is for a failure to look.
+// CheckStore checks what re-hashing the blocks cannot see. First the
+// database file itself: every page reachable from its meta page is read
+// through plain reads and checked for what would make bbolt fault or
+// panic (checkDBFile); if they are sound, bbolt's own consistency check
+// (Tx.Check: pages freed twice, reachable and free, neither; keys out of
+// order) runs. Then the contents: every entry of the index decodes and is
+// keyed by a CID; every pack's counts (blocks and bytes) and committed end
+// agree with the index; every pack the index points into is on disk and
+// long enough for its last block; every pin and ref holds a CID. It
+// returns every problem it finds, in a fixed order (at most maxDBProblems
+// of the file's); the error is for a failure to look.
 func (s *Store) CheckStore(ctx context.Context) ([]cas.StoreProblem, error) {
 	end, err := s.begin(ctx, false)
 	if err != nil {
@@ -35,6 +41,24 @@ func (s *Store) CheckStore(ctx context.Context) ([]cas.StoreProblem, error) {
 	size := map[uint64]int64{}
 	for _, f := range files {
 		size[f.n] = f.size
+	}
+	fileProbs := checkDBFile(s.db.Path(), maxDBProblems)
+	for _, p := range fileProbs {
+		add(dbFile, "%s", p)
+	}
+	if len(fileProbs) == 0 {
+		err := view(s.db, func(tx *bolt.Tx) error {
+			n := 0
+			for err := range tx.Check() {
+				if n++; n <= maxDBProblems {
+					add(dbFile, "bbolt: %v", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			add(dbFile, "%v", err)
+		}
 	}
 	err = view(s.db, func(tx *bolt.Tx) error {
 		sc, err := scanIndex(ctx, tx, nil)
@@ -106,8 +130,18 @@ func (s *Store) CheckStore(ctx context.Context) ([]cas.StoreProblem, error) {
 			})
 		})
 	})
+	if errors.Is(err, ErrDamaged) && len(probs) > 0 {
+		// The damage found above stopped the rest: say so, and give
+		// what was found.
+		add(dbFile, "the check of the index stopped: %v", err)
+		return probs, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return probs, nil
 }
+
+// maxDBProblems bounds the problems CheckStore lists from the database
+// file: a file of zeros has one per page.
+const maxDBProblems = 100

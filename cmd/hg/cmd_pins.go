@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
 	"github.com/spf13/cobra"
 )
 
@@ -137,13 +139,34 @@ it; packs that still cannot be copied are left for a later gc.`,
 }
 
 func newFsckCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, repair bool
 	cmd := &cobra.Command{
 		Use:   "fsck",
-		Short: "re-hash every block and check every pin's closure; exit 4 on damage",
-		Args:  exactArgs(0, "no arguments"),
+		Short: "check the store's database, index and packs, re-hash every block, check every pin's closure; exit 4 on damage",
+		Long: `Check the store: its database file (page by page, then bbolt's own
+consistency check), every index entry, every pack's counts against the
+index, the sizes file and tree nodes record, every block's hash, and every
+pin's closure. Every problem is listed; exit 4 if there is any.
+
+With --repair, first rebuild the database from what can still be read of it
+(the store must not be in use): every readable index entry, pin and ref is
+carried into a new database, every pack's counts are set from it, pack
+files nothing points into any more are set aside as .orphan, and the old
+database is kept beside the new one. Then the check runs, and names what is
+lost: the pins whose closures are incomplete.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(true, func(st cas.Store) error {
+			var lost error
+			if repair {
+				rep, err := repairStore(g, asJSON)
+				if err != nil {
+					return err
+				}
+				if len(rep.Lost) > 0 || len(rep.Dropped) > 0 {
+					lost = integrityError{msg: fmt.Sprintf("repair: %d parts of the database could not be read and %d entries were dropped: what they held is lost", len(rep.Lost), len(rep.Dropped))}
+				}
+			}
+			err := g.withStore(true, func(st cas.Store) error {
 				rep, err := cas.Fsck(cmd.Context(), st, nil)
 				if err != nil {
 					return err
@@ -157,13 +180,18 @@ func newFsckCmd(g *globals) *cobra.Command {
 					for i, b := range rep.Bad {
 						bad[i] = badJSON{b.CID.String(), b.Error}
 					}
+					invalid := make([]badJSON, len(rep.Invalid))
+					for i, b := range rep.Invalid {
+						invalid[i] = badJSON{b.CID.String(), b.Error}
+					}
 					out := struct {
 						Blocks  int                `json:"blocks"`
 						Bytes   int64              `json:"bytes"`
 						Bad     []badJSON          `json:"bad"`
 						Missing []cas.MissingIn    `json:"missing"`
 						Store   []cas.StoreProblem `json:"store"`
-					}{rep.Blocks, rep.Bytes, bad, rep.Missing, rep.Store}
+						Invalid []badJSON          `json:"invalid"`
+					}{rep.Blocks, rep.Bytes, bad, rep.Missing, rep.Store, invalid}
 					if out.Missing == nil {
 						out.Missing = []cas.MissingIn{}
 					}
@@ -177,18 +205,76 @@ func newFsckCmd(g *globals) *cobra.Command {
 					for _, b := range rep.Bad {
 						g.ui.printf("bad     %s: %s\n", b.CID, b.Error)
 					}
+					for _, b := range rep.Invalid {
+						g.ui.printf("size    %s: %s\n", b.CID, b.Error)
+					}
 					for _, m := range rep.Missing {
 						g.ui.printf("missing pin %s: %s\n", m.Pin, m.Error)
 					}
-					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete, %d store problems\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing), len(rep.Store))
+					g.ui.printf("checked %d blocks (%d bytes): %d bad, %d pins incomplete, %d store problems, %d bad sizes\n", rep.Blocks, rep.Bytes, len(rep.Bad), len(rep.Missing), len(rep.Store), len(rep.Invalid))
 				}
 				if !rep.OK() {
-					return integrityError{msg: fmt.Sprintf("fsck found %d bad blocks, %d incomplete pins and %d store problems", len(rep.Bad), len(rep.Missing), len(rep.Store))}
+					return integrityError{
+						msg:  fmt.Sprintf("fsck found %d bad blocks, %d incomplete pins, %d store problems and %d bad sizes", len(rep.Bad), len(rep.Missing), len(rep.Store), len(rep.Invalid)),
+						hint: fsckHint(rep),
+					}
 				}
 				return nil
 			})
+			if err == nil {
+				err = lost
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild the database from what can be read of it first, and say what is lost")
 	return cmd
 }
+
+// repairStore rebuilds the store's database (boltstore.Repair) and says
+// what it kept and what it could not.
+func repairStore(g *globals, asJSON bool) (*boltstore.RepairReport, error) {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := lockWait()
+	if err != nil {
+		return nil, err
+	}
+	rep, err := boltstore.Repair(dir, timeout)
+	if errors.Is(err, cas.ErrNotFound) {
+		return nil, fmt.Errorf("%w at %s", errNoStore, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if asJSON {
+		return rep, g.ui.printJSON(rep)
+	}
+	if rep.OlderMeta {
+		g.ui.printf("repair: the newest state of the database could not be read whole: the one before it was used, and the last write is lost\n")
+	}
+	for _, l := range rep.Lost {
+		g.ui.printf("repair: lost %s\n", l)
+	}
+	for _, d := range rep.Dropped {
+		g.ui.printf("repair: dropped %s\n", d)
+	}
+	for _, o := range rep.Orphaned {
+		g.ui.printf("repair: set aside %s: no entry points into it\n", o)
+	}
+	g.ui.printf("repair: kept %d index entries, %d pins, %d refs; counted %d packs; the old database is %s\n", rep.Kept, rep.Pins, rep.Refs, rep.Counts, rep.Damaged)
+	return rep, nil
+}
+
+// fsckHint says what to do about what fsck found.
+func fsckHint(rep *cas.FsckReport) string {
+	if len(rep.Store) > 0 {
+		return repairHint
+	}
+	return ""
+}
+
+const repairHint = "'hg fsck --repair' rebuilds the database from what can be read of it, and says what is lost"

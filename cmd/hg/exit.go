@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
 )
 
 // Exit codes. They are part of the contract with scripts: see SPEC.md.
@@ -65,6 +66,8 @@ func hintFor(err error) string {
 		return integ.hint
 	case errors.As(err, &busy):
 		return "wait for it to finish, or stop it; hg never waits for more than a few seconds"
+	case errors.Is(err, boltstore.ErrDamaged):
+		return repairHint
 	case errors.Is(err, errNoStore):
 		return "run 'hg init' to create a store here, or pass --store DIR or set HG_STORE"
 	case errors.Is(err, cas.ErrCorrupt):

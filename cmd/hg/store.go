@@ -22,6 +22,18 @@ var errNoStore = errors.New("no hg store found")
 // holds. HG_LOCK_TIMEOUT (a Go duration) overrides it.
 const lockTimeout = 3 * time.Second
 
+// lockWait is how long a command waits for a store another process
+// holds: lockTimeout, or HG_LOCK_TIMEOUT.
+func lockWait() (time.Duration, error) {
+	timeout := lockTimeout
+	if s := os.Getenv("HG_LOCK_TIMEOUT"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			timeout = d
+		}
+	}
+	return timeout, nil
+}
+
 // locateStore finds the store directory: --store, else $HG_STORE, else the
 // nearest .haygent/ from the working directory up.
 func locateStore(flag string) (string, error) {
@@ -55,11 +67,9 @@ func (g *globals) openStore(readOnly bool, command string) (cas.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := lockTimeout
-	if s := os.Getenv("HG_LOCK_TIMEOUT"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			timeout = d
-		}
+	timeout, err := lockWait()
+	if err != nil {
+		return nil, err
 	}
 	st, err := boltstore.Open(dir, &boltstore.Options{ReadOnly: readOnly, Timeout: timeout, Command: command})
 	if errors.Is(err, cas.ErrNotFound) {
