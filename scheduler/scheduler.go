@@ -81,15 +81,21 @@ type Options struct {
 	Retry bool
 }
 
-// Event is a change of a node's state.
+// Event is a change of a node's state. A node's finished work is reported
+// twice: when the scheduler accepts (or refuses) it, and again, with
+// Committed set, once its blocks and the run record naming its state are
+// stored and synced. Until then a crash loses the work, and a resume runs
+// the node again; a consumer that must not believe in such work waits for
+// the committed event.
 type Event struct {
-	Run     string `json:"run"`
-	Node    string `json:"node"`
-	State   string `json:"state"`
-	Receipt string `json:"receipt,omitempty"`
-	Memo    bool   `json:"memo,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	At      string `json:"at"`
+	Run       string `json:"run"`
+	Node      string `json:"node"`
+	State     string `json:"state"`
+	Receipt   string `json:"receipt,omitempty"`
+	Memo      bool   `json:"memo,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Committed bool   `json:"committed,omitempty"`
+	At        string `json:"at"`
 }
 
 // Plan is a Work Order resolved against its Haygent packages, ready to run.
@@ -527,6 +533,21 @@ func (e *execution) emit(n *NodeRecord) {
 	e.s.opts.Events(ev)
 }
 
+// emitCommitted reports the nodes of a stored batch again, as committed:
+// their work and the record that names their state are on disk.
+func (e *execution) emitCommitted(b *batch) {
+	if e.s.opts.Events == nil {
+		return
+	}
+	for _, r := range b.results {
+		ev := Event{Run: e.rec.Run, Node: r.node, State: r.state, Memo: r.memo, Reason: r.reason, Committed: true, At: e.s.stamp()}
+		if r.receipt.Defined() {
+			ev.Receipt = r.receipt.String()
+		}
+		e.s.opts.Events(ev)
+	}
+}
+
 func (e *execution) run(ctx context.Context) (*Record, error) {
 	e.countConsumers()
 	// Outputs of nodes accepted in an earlier process.
@@ -637,6 +658,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 		}
 		e.mu.Lock()
 		e.memoStored(b)
+		e.emitCommitted(b)
 		e.mu.Unlock()
 		return nil
 	}

@@ -83,6 +83,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -119,6 +120,10 @@ var (
 // [Options.Timeout] is zero.
 const DefaultTimeout = 3 * time.Second
 
+// Forever, as [Options.Timeout], makes Open wait for the lock as long as
+// another process holds it.
+const Forever time.Duration = math.MaxInt64
+
 // scanBatch is how many keys AllKeys reads in one read transaction.
 const scanBatch = 1000
 
@@ -134,7 +139,8 @@ type Options struct {
 
 	// Timeout is how long Open waits for another process to release the
 	// lock before it fails with a [*cas.BusyError]. Zero means
-	// [DefaultTimeout]; a negative value means not to wait at all.
+	// [DefaultTimeout]; a negative value means not to wait at all;
+	// [Forever], as long as it takes.
 	Timeout time.Duration
 
 	// Command is what the holder file says is running, such as
@@ -297,7 +303,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := precheck(path, !o.ReadOnly); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	db, err := openBolt(path, boltOptions(o.ReadOnly, o.Timeout))
+	wait := o.Timeout
+	if wait == Forever {
+		wait = 0 // bbolt's forever
+	}
+	db, err := openBolt(path, boltOptions(o.ReadOnly, wait))
 	switch {
 	case err == nil:
 	case errors.Is(err, berrors.ErrTimeout):

@@ -21,11 +21,12 @@ import (
 )
 
 // opener opens the store for one short transaction at a time, so that
-// other hg commands can use it while a run is in progress.
+// other hg commands can use it while a run is in progress; it waits for
+// them as long as they hold it.
 type opener struct{ g *globals }
 
 func (o opener) Open(ctx context.Context, readOnly bool) (cas.Store, error) {
-	return o.g.openStore(readOnly, commandLine(o.g.args))
+	return o.g.openStoreWaiting(ctx, readOnly, commandLine(o.g.args))
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -158,6 +159,13 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	defer closeRemote()
 	tty := g.ui.stderrIsTerminal()
 	opts.Events = func(ev scheduler.Event) {
+		if ev.Committed {
+			// The same node again, now stored: --json says so.
+			if asJSON {
+				_ = g.ui.printJSON(ev)
+			}
+			return
+		}
 		if ev.State == dag.Done {
 			done++
 		}

@@ -65,7 +65,7 @@ func hintFor(err error) string {
 	case errors.As(err, &integ) && integ.hint != "":
 		return integ.hint
 	case errors.As(err, &busy):
-		return "wait for it to finish, or stop it; hg never waits for more than a few seconds"
+		return "wait for it to finish, or stop it; HG_LOCK_TIMEOUT sets how long hg waits (0: as long as it takes)"
 	case errors.Is(err, boltstore.ErrDamaged):
 		return repairHint
 	case errors.Is(err, errNoStore):

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -19,19 +21,71 @@ const storeDirName = ".haygent"
 var errNoStore = errors.New("no hg store found")
 
 // lockTimeout is how long a command waits for a store another process
-// holds. HG_LOCK_TIMEOUT (a Go duration) overrides it.
+// holds. HG_LOCK_TIMEOUT (a Go duration; 0 waits as long as it takes)
+// overrides it.
 const lockTimeout = 3 * time.Second
 
 // lockWait is how long a command waits for a store another process
-// holds: lockTimeout, or HG_LOCK_TIMEOUT.
+// holds: lockTimeout, or HG_LOCK_TIMEOUT, where 0 means as long as it
+// takes (boltstore.Forever). A value that is not a duration of zero or
+// more is a usage error, never ignored.
 func lockWait() (time.Duration, error) {
-	timeout := lockTimeout
-	if s := os.Getenv("HG_LOCK_TIMEOUT"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			timeout = d
+	s, ok := os.LookupEnv("HG_LOCK_TIMEOUT")
+	if !ok || s == "" {
+		return lockTimeout, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageError{fmt.Errorf("HG_LOCK_TIMEOUT=%q: want a duration such as 3s or 500ms, or 0 to wait as long as it takes", s)}
+	}
+	if d == 0 {
+		return boltstore.Forever, nil
+	}
+	return d, nil
+}
+
+// openStoreWaiting opens the store as openStore does, but waits for other
+// processes for as long as they hold it, until ctx is done: a run shares
+// the store with other commands (a put of a big file, a gc) and must not
+// die of them. Past the lock wait it says, now and then, what it waits
+// for.
+func (g *globals) openStoreWaiting(ctx context.Context, readOnly bool, command string) (cas.Store, error) {
+	wait, err := lockWait()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for {
+		st, err := g.openStoreFor(readOnly, command, min(wait, time.Second))
+		var busy *cas.BusyError
+		if !errors.As(err, &busy) {
+			return st, err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, err
+		}
+		if time.Since(start) >= min(wait, lockTimeout) {
+			g.noteWait(busy)
 		}
 	}
-	return timeout, nil
+}
+
+// waitNotes spaces out the notes of runs waiting for the store.
+var waitNotes struct {
+	sync.Mutex
+	last time.Time
+}
+
+// noteWait says on stderr what the store is waited for, at most every
+// half minute.
+func (g *globals) noteWait(busy *cas.BusyError) {
+	waitNotes.Lock()
+	defer waitNotes.Unlock()
+	if time.Since(waitNotes.last) < 30*time.Second {
+		return
+	}
+	waitNotes.last = time.Now()
+	g.ui.warnf("waiting for the store: %v", busy)
 }
 
 // locateStore finds the store directory: --store, else $HG_STORE, else the
@@ -63,11 +117,17 @@ func locateStore(flag string) (string, error) {
 // openStore opens the store for a command. Commands that only read pass
 // readOnly, so several of them can share the store.
 func (g *globals) openStore(readOnly bool, command string) (cas.Store, error) {
-	dir, err := locateStore(g.store)
+	timeout, err := lockWait()
 	if err != nil {
 		return nil, err
 	}
-	timeout, err := lockWait()
+	return g.openStoreFor(readOnly, command, timeout)
+}
+
+// openStoreFor opens the store, waiting up to timeout for another process
+// that holds it.
+func (g *globals) openStoreFor(readOnly bool, command string, timeout time.Duration) (cas.Store, error) {
+	dir, err := locateStore(g.store)
 	if err != nil {
 		return nil, err
 	}
