@@ -339,6 +339,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 			rec.Nodes[i].State = dag.Pending // died mid-node: run it again
 		}
 	}
+	var tripped []*NodeRecord // breakers the retry opened
 	for i := range rec.Nodes {
 		n := &rec.Nodes[i]
 		switch {
@@ -349,6 +350,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 			// every process that executed the run: past its limit,
 			// only hg breaker reset lets it run again.
 			openBreaker(rec, n, plan.MaxAttempts(n.Name), s.actor(), s.stamp())
+			tripped = append(tripped, n)
 		case s.opts.Retry && n.State == dag.Failed:
 			if n.Receipt != nil {
 				n.Earlier = append(n.Earlier, *n.Receipt)
@@ -386,6 +388,9 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, cancel: cancel, regressed: regressed}
+	for _, n := range tripped {
+		e.emit(n)
+	}
 	rec, err = e.run(ctx)
 	if executed != nil {
 		executed(e)

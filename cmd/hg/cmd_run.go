@@ -106,9 +106,13 @@ func newResumeCmd(g *globals) *cobra.Command {
 		Short: "finish a run that stopped; accepted nodes never run again",
 		Long: `Finish a run that stopped (killed, cancelled, or halted): nodes whose
 acceptance was committed never run again; nodes that were running run again.
-With --retry, failed nodes (a HALT, a rejected receipt, an engine error) and
-the nodes they blocked run again too; each failed attempt's receipt stays in
-the record (hg status shows the attempts).`,
+With --retry, failed nodes (a HALT, a rejected receipt, an engine error, a
+regression found by 'hg recheck') and the nodes they blocked run again too;
+each failed attempt's receipt stays in the record (hg status shows the
+attempts). A node is started at most max_attempts times in all (the Work
+Order's, else its package manifest's, else 3): past that its circuit
+breaker opens and it stays blocked until 'hg breaker reset RUN NODE --why
+TEXT'. Deleted and rewritten nodes never run again.`,
 		Args: exactArgs(1, "one RUN id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(true, commandLine(g.args))
@@ -200,18 +204,28 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if err != nil {
 		return err
 	}
-	blocking := []string{}
+	blocking, breakers := []string{}, []string{}
 	for _, n := range rec.Nodes {
 		if n.State == dag.Failed && n.Receipt != nil {
 			blocking = append(blocking, n.Name+" "+n.Receipt.String())
 		}
+		if n.Breaker {
+			breakers = append(breakers, n.Name)
+		}
 	}
 	if asJSON {
-		_ = g.ui.printJSON(map[string]any{"run": run, "event": "finished", "status": rec.Status, "reason": rec.Reason, "blocking": blocking})
+		out := map[string]any{"run": run, "event": "finished", "status": rec.Status, "reason": rec.Reason, "blocking": blocking}
+		if len(breakers) > 0 {
+			out["breaker_open"] = breakers
+		}
+		_ = g.ui.printJSON(out)
 	} else {
 		g.ui.printSafe("%s: %s\n", rec.Status, rec.Reason)
 		for _, b := range blocking {
 			g.ui.printSafe("  halted %s\n", b)
+		}
+		for _, b := range breakers {
+			g.ui.printSafe("  breaker open %s: 'hg breaker reset %s %s --why TEXT' lets it run again\n", b, run, b)
 		}
 	}
 	switch rec.Status {
@@ -267,16 +281,20 @@ func newStatusCmd(g *globals) *cobra.Command {
 						Memo     bool   `json:"memo"`
 						Receipt  string `json:"receipt,omitempty"`
 						Reason   string `json:"reason,omitempty"`
+						Breaker  bool   `json:"breaker_open,omitempty"`
 					}
 					var nodes []nodeJSON
 					for _, n := range rec.Nodes {
-						nj := nodeJSON{Name: n.Name, State: n.State, Attempts: n.Attempts, Memo: n.Memo, Reason: n.Reason}
+						nj := nodeJSON{Name: n.Name, State: n.State, Attempts: n.Attempts, Memo: n.Memo, Reason: n.Reason, Breaker: n.Breaker}
 						if n.Receipt != nil {
 							nj.Receipt = n.Receipt.String()
 						}
 						nodes = append(nodes, nj)
 					}
 					out := map[string]any{"run": rec.Run, "status": rec.Status, "reason": rec.Reason, "nodes": nodes}
+					if len(rec.Events) > 0 {
+						out["events"] = eventsJSON(rec.Events)
+					}
 					if rec.Status == scheduler.StatusRunning {
 						out["executing"] = !orphaned
 					}
@@ -298,12 +316,19 @@ func newStatusCmd(g *globals) *cobra.Command {
 						receipt = n.Receipt.String()
 					}
 					note := n.Reason
-					if n.Memo {
+					switch {
+					case n.Memo && note == "":
 						note = "cached"
+					case n.Memo:
+						note += " (cached)"
 					}
 					textsafe.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.State, n.Attempts, receipt, note)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				writeEvents(g, rec.Events)
+				return nil
 			})
 		},
 	}
@@ -449,12 +474,76 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 		if n.State == dag.Blocked && n.BlockedBy != nil {
 			line += "  blocked by " + n.BlockedBy.String()
 		}
+		// A move outside the scheduler's own (a regression, a deletion, a
+		// rewrite, an open breaker) says why, under the node.
+		if n.Breaker || n.State == dag.Deleted || n.State == dag.Rewritten || strings.HasPrefix(n.Reason, "regressed: ") {
+			more = append(more, textsafe.Sprintf("  %14s %s", "", n.Reason))
+		}
 		g.ui.printf("%s\n", line)
 		for _, m := range more {
 			g.ui.printf("%s\n", m)
 		}
 	}
+	writeEvents(g, rec.Events)
 	return nil
+}
+
+// writeEvents prints a run's events, oldest first, under a blank line:
+// every move outside the scheduler's own, with who made it and why. Each
+// field can be a person's text or the ledger's: printed escaped.
+func writeEvents(g *globals, events []scheduler.RunEvent) {
+	if len(events) == 0 {
+		return
+	}
+	g.ui.printf("\nevents\n")
+	for _, ev := range events {
+		what := ev.Kind
+		switch ev.Kind {
+		case scheduler.EventRegressed:
+			what += " (" + ev.Check + ")"
+		case scheduler.EventRewritten:
+			what += " by " + ev.ByNode
+		}
+		who := ev.Who
+		if ev.Key != "" {
+			who += " (" + ev.Key + ")"
+		}
+		g.ui.printSafe("  %s  %s  %s: %s -> %s, %d attempts, by %s\n", ev.At, ev.Node, what, ev.From, ev.To, ev.Attempts, who)
+		g.ui.printSafe("  %s  %s\n", strings.Repeat(" ", len(ev.At)), ev.Reason)
+	}
+}
+
+// eventJSON is a run's event as hg status --json prints it.
+type eventJSON struct {
+	Kind     string `json:"kind"`
+	Node     string `json:"node"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Receipt  string `json:"receipt,omitempty"`
+	By       string `json:"by,omitempty"`
+	ByNode   string `json:"by_node,omitempty"`
+	Check    string `json:"check,omitempty"`
+	Reason   string `json:"reason"`
+	Attempts int64  `json:"attempts"`
+	Who      string `json:"who"`
+	Key      string `json:"key,omitempty"`
+	At       string `json:"at"`
+}
+
+func eventsJSON(events []scheduler.RunEvent) []eventJSON {
+	out := make([]eventJSON, len(events))
+	for i, ev := range events {
+		e := eventJSON{Kind: ev.Kind, Node: ev.Node, From: ev.From, To: ev.To, ByNode: ev.ByNode, Check: ev.Check,
+			Reason: ev.Reason, Attempts: ev.Attempts, Who: ev.Who, Key: ev.Key, At: ev.At}
+		if ev.Receipt != nil {
+			e.Receipt = ev.Receipt.String()
+		}
+		if ev.By != nil {
+			e.By = ev.By.String()
+		}
+		out[i] = e
+	}
+	return out
 }
 
 // rejectedReceipt says how the scheduler judged a node's receipt when it

@@ -66,6 +66,8 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 	root.PersistentFlags().StringVar(&g.store, "store", "", "the store directory (default: $HG_STORE, else the nearest .haygent/)")
 	root.PersistentFlags().BoolVar(&g.ui.forceProgress, "progress", false, "show progress on stderr even when it is not a terminal (it is shown on a terminal anyway)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	keyCmd := newKeyCmd(g)
+	keyCmd.AddCommand(newKeyUntrustCmd(g))
 	root.AddCommand(
 		newInitCmd(g),
 		newPutCmd(g),
@@ -82,12 +84,16 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newVerifyCmd(g),
 		newReplayCmd(g),
 		newApproveCmd(g),
-		newKeyCmd(g),
+		keyCmd,
 		newRunCmd(g),
 		newBeliefCmd(g),
 		newResumeCmd(g),
 		newStatusCmd(g),
 		newCancelCmd(g),
+		newBreakerCmd(g),
+		newRecheckCmd(g),
+		newWithdrawCmd(g),
+		newSupersedeCmd(g),
 		newWorkerCmd(g),
 	)
 	return root
