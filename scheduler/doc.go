@@ -36,4 +36,19 @@
 // in progress, and a run killed at any moment resumes ([Scheduler.Resume])
 // without running an accepted node again: a node that was active when the
 // process died simply runs again.
+//
+// # The circuit breaker
+//
+// A node's attempts are counted in the run record, over every process,
+// resume and retry: one started as often as [Plan.MaxAttempts] allows is
+// blocked with its breaker open, never started again, until [ResetBreaker].
+//
+// # Events and re-measurement
+//
+// What moves a node outside the scheduler's forward moves is recorded in
+// the run as a [RunEvent], with who and why: breakers opened and reset, a
+// done node whose receipt no longer holds under today's trust or on replay
+// ([Remeasure], [Regress]: failed, with what depends on it blocked), a node
+// a person rewrote ([Supersede]) or withdrew ([Withdraw]). No receipt is
+// ever changed, and [VerifyRun] checks the nodes against their events.
 package scheduler
