@@ -10,6 +10,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/scheduler"
 )
 
@@ -160,6 +161,17 @@ func TestBreakerLimitFromWorkOrderAndManifest(t *testing.T) {
 	data = []byte(strings.Replace(string(data), "{", `{"max_attempts": 1,`, 1))
 	if err := os.WriteFile(manifest, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// A manifest's max_attempts is 1 to 100.
+	bad := filepath.Join(dir, "bad")
+	if err := os.CopyFS(bad, os.DirFS(fail)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "haygent.manifest.json"), []byte(strings.Replace(string(data), `"max_attempts": 1`, `"max_attempts": 101`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := haygent.Load(bad); err == nil || !strings.Contains(err.Error(), "max_attempts 101: want 1 to 100") {
+		t.Errorf("a manifest's max_attempts of 101: %v", err)
 	}
 	write := func(name, extra string) *scheduler.Plan {
 		p := filepath.Join(dir, name)
