@@ -288,10 +288,13 @@ func GetTree(ctx context.Context, st Store, c cid.Cid, dst string, opts *TreeOpt
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	tmp, err := os.MkdirTemp(path.Dir(cleanPath(dst)), ".hg-get-*")
+	// A writer killed before here left its directory; it goes now.
+	SweepDeadTemps(path.Dir(cleanPath(dst)))
+	tmp, release, err := MkdirOwnedTemp(path.Dir(cleanPath(dst)))
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.RemoveAll(tmp)
 	root, err := os.OpenRoot(tmp)
 	if err != nil {

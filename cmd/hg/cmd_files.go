@@ -254,7 +254,11 @@ func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error 
 		}
 		return f.Close()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".hg-get-*")
+	// A writer killed before here (an export of a big bundle) left its
+	// temporary file; it goes now. Ours is named and locked so that the
+	// next writer can tell.
+	cas.SweepDeadTemps(filepath.Dir(path))
+	tmp, err := cas.CreateOwnedTemp(filepath.Dir(path))
 	if err != nil {
 		return err
 	}

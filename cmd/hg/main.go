@@ -9,5 +9,5 @@ package main
 import "os"
 
 func main() {
-	os.Exit(Main())
+	os.Exit(hgMain())
 }

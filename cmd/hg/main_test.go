@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"hg": func() { os.Exit(Main()) },
+		"hg": func() { os.Exit(hgMain()) },
 	})
 }
 
