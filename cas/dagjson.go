@@ -499,6 +499,11 @@ func (p *jsonParser) number() (any, error) {
 		if err != nil || math.IsInf(f, 0) {
 			return nil, p.errorf(start, "number %s is out of range: it overflows float64", text)
 		}
+		// Too small for float64, a number would silently become 0: it is
+		// refused as its opposite, too large, is.
+		if mant, _, _ := strings.Cut(strings.ToLower(text), "e"); f == 0 && strings.ContainsAny(mant, "123456789") {
+			return nil, p.errorf(start, "number %s is out of range: it underflows float64 (it would read as 0)", text)
+		}
 		return f, nil
 	}
 	if i, err := strconv.ParseInt(text, 10, 64); err == nil {

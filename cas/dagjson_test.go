@@ -198,7 +198,8 @@ func TestDecodeJSONValues(t *testing.T) {
 		{`1e2`, 100.0},
 		{`1E+2`, 100.0},
 		{`2.5e-3`, 0.0025},
-		{`1e-400`, 0.0}, // underflow rounds to zero, as any float parse does
+		{`0e-400`, 0.0},   // zero, however written
+		{`5e-324`, 5e-324}, // the smallest float64 above zero
 		{`1.7976931348623157e308`, math.MaxFloat64},
 		{`""`, ""},
 		{`"a\"b\\c\/d\b\f\n\r\t"`, "a\"b\\c/d\b\f\n\r\t"},
@@ -271,6 +272,8 @@ func TestDecodeJSONRefuses(t *testing.T) {
 		{`0x10`, 1},
 		{`1e400`, 0},
 		{`-1e400`, 0},
+		{`1e-400`, 0}, // would read as 0: refused as 1e400 is
+		{`-2e-330`, 0},
 		{`18446744073709551616`, 0},
 		{`-18446744073709551617`, 0},
 		{`100000000000000000000000000000`, 0},

@@ -59,14 +59,14 @@ func TestIsNormal(t *testing.T) {
 // "/" meaning nothing, and a duplicate key or a number out of range is
 // named as such.
 func TestDecodePlainJSON(t *testing.T) {
-	got, err := cas.DecodePlainJSON([]byte(` {"a": [1, 2.5, -0, "s", null, true], "/": "bafyno", "b": {"/": {"bytes": "x"}},
+	got, err := cas.DecodePlainJSON([]byte(` {"a": [1, 2.5, -0, "s", null, true, 0e-400, 0.0e5, 5e-324], "/": "bafyno", "b": {"/": {"bytes": "x"}},
 		"u64": 18446744073709551615} `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	u64, _ := new(big.Int).SetString("18446744073709551615", 10)
 	want := map[string]any{
-		"a": []any{int64(1), 2.5, int64(0), "s", nil, true}, "/": "bafyno",
+		"a": []any{int64(1), 2.5, int64(0), "s", nil, true, 0.0, 0.0, 5e-324}, "/": "bafyno",
 		"b": map[string]any{"/": map[string]any{"bytes": "x"}}, "u64": u64,
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -77,6 +77,8 @@ func TestDecodePlainJSON(t *testing.T) {
 		{`{"a": {"k": 1, "k": 1}}`, `duplicate key "k"`},
 		{`{"value": 1e400}`, `json at byte 10: number 1e400 is out of range`},
 		{`{"value": -1e400}`, `number -1e400 is out of range`},
+		{`{"value": 1e-400}`, `json at byte 10: number 1e-400 is out of range: it underflows float64`},
+		{`{"value": -2.5e-330}`, `number -2.5e-330 is out of range: it underflows`},
 		{`{"value": 123456789012345678901234567890}`, `integer 123456789012345678901234567890 is out of range`},
 		{`{"a": 1} {}`, `data after the value`},
 		{"{\"a\": \"\xff\"}", `invalid UTF-8`},

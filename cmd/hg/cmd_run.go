@@ -61,6 +61,9 @@ into the belief log (see 'hg belief'), so the next order of the class asks
 none of them.`,
 		Args: exactArgs(1, "one WORKORDER.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJobs(jobs); err != nil {
+				return err
+			}
 			if runID != "" {
 				if err := scheduler.CheckRunID(runID); err != nil {
 					return usageError{fmt.Errorf("--run-id: %w", err)}
@@ -115,6 +118,9 @@ breaker opens and it stays blocked until 'hg breaker reset RUN NODE --why
 TEXT'. Deleted and rewritten nodes never run again.`,
 		Args: exactArgs(1, "one RUN id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJobs(jobs); err != nil {
+				return err
+			}
 			st, err := g.openStore(true, commandLine(g.args))
 			if err != nil {
 				return err

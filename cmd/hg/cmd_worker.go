@@ -32,6 +32,9 @@ invocations still running then are handed back to the queue.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer gcpolicy.Apply()()
+			if err := checkJobs(jobs); err != nil {
+				return err
+			}
 			if natsURL == "" {
 				return usageError{errors.New("hg worker needs --nats URL")}
 			}
