@@ -68,6 +68,11 @@ func hook(point string) {
 // given back in place (punched out) and the step is tried once more. What
 // still does not fit is left for a later gc (CompactStats.Postponed), and
 // Compact succeeds with what it freed.
+//
+// Compact moves blocks between files and removes files: no read of the
+// same Store may run beside it (other processes are kept out by the
+// store's lock; gc and a refused import, its callers, read nothing
+// meanwhile).
 func (s *Store) Compact(ctx context.Context, opts *cas.CompactOptions) (st cas.CompactStats, err error) {
 	if opts == nil {
 		opts = &cas.CompactOptions{MaxUnused: cas.DefaultMaxUnused}
