@@ -198,7 +198,7 @@ func TestDecodeJSONValues(t *testing.T) {
 		{`1e2`, 100.0},
 		{`1E+2`, 100.0},
 		{`2.5e-3`, 0.0025},
-		{`0e-400`, 0.0},   // zero, however written
+		{`0e-400`, 0.0},    // zero, however written
 		{`5e-324`, 5e-324}, // the smallest float64 above zero
 		{`1.7976931348623157e308`, math.MaxFloat64},
 		{`""`, ""},
