@@ -1,8 +1,10 @@
 package haygent
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -35,18 +37,25 @@ var toolchain struct {
 }
 
 // toolchainPaths returns what exec steps may read of the Go toolchain on
-// PATH: its GOROOT. The toolchain is found once.
+// PATH: its GOROOT, as `go env GOROOT` names it, if that holds a
+// toolchain (pkg/tool). The toolchain is found once.
 func toolchainPaths() []string {
 	toolchain.once.Do(func() {
+		// The go command says where its GOROOT is; the directory above
+		// the go on PATH need not be one (a wrapper in a home directory).
 		goBin, err := exec.LookPath("go")
 		if err != nil {
 			return
 		}
-		if real, err := filepath.EvalSymlinks(goBin); err == nil {
-			goBin = real
+		cmd := exec.Command(goBin, "env", "GOROOT")
+		cmd.Env = []string{"PATH=" + filepath.Dir(goBin), "GOTOOLCHAIN=local", "HOME=/nonexistent"}
+		out, err := cmd.Output()
+		root := strings.TrimSpace(string(out))
+		if err != nil || !filepath.IsAbs(root) || root == "/" {
+			return
 		}
-		if abs, err := filepath.Abs(goBin); err == nil {
-			toolchain.paths = []string{filepath.Dir(filepath.Dir(abs))}
+		if fi, err := os.Stat(filepath.Join(root, "pkg", "tool")); err == nil && fi.IsDir() {
+			toolchain.paths = []string{filepath.Clean(root)}
 		}
 	})
 	return append([]string(nil), toolchain.paths...)

@@ -633,6 +633,10 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		Write:    []string{scratch},
 		Read:     append(toolchainPaths(), sharedGoCache, env["GOMODCACHE"], env["GOPATH"]),
 		Overlays: []sandbox.Overlay{{Lower: sharedGoCache, Target: env["GOCACHE"]}},
+		// The workspace (the step works on a copy of what its grants let
+		// it read) and the store are never in its view, even where they
+		// lie under a path it may read.
+		Hide: []string{r.workspace, r.opts.StoreDir},
 	}
 	if !spec.NoNetwork {
 		set := r.pkg.Permissions

@@ -23,7 +23,8 @@ var SystemReadPaths = []string{
 	"/etc/services", "/etc/protocols",
 	"/etc/passwd", "/etc/group",
 	"/etc/localtime", "/etc/timezone",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+	"/etc/pki/tls/certs", "/etc/pki/ca-trust",
 	"/etc/mime.types", "/etc/os-release",
 	"/dev/zero", "/dev/random", "/dev/urandom",
 }
@@ -139,4 +140,22 @@ func overlayLayers(ovs []Overlay) ([]initproc.Overlay, error) {
 		out = append(out, initproc.Overlay{Lower: o.Lower, Upper: up, Work: work, Target: o.Target})
 	}
 	return out, nil
+}
+
+// hideable returns the paths of s.Hide that can be hidden: those that hold
+// neither s.Dir nor a Write path.
+func hideable(s Spec) []string {
+	var out []string
+	for _, h := range existing(s.Hide) {
+		ok := true
+		for _, w := range append([]string{s.Dir}, s.Write...) {
+			if w == h || strings.HasPrefix(w, h+string(filepath.Separator)) {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"github.com/haygent/hg/haygent/sandbox/initproc"
 
 	"encoding/json"
@@ -77,6 +78,7 @@ type confinedRun struct {
 	status *os.File // the read end of the init's status pipe
 	config []byte
 	cfgW   *os.File
+	root   string // the empty directory the init built the root in, or ""
 }
 
 // confinedResult is what the init reported.
@@ -112,6 +114,17 @@ func startConfined(c confinement, s Spec, path string, env []string, bridge stri
 			return nil, err
 		}
 		cfg.Overlays = ovs
+		if cfg.Root, err = os.MkdirTemp("", "hg-root-*"); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		cfg.Hide = hideable(s)
+		if c.abi == 0 {
+			// Without Landlock the root holds the same paths.
+			read := append([]string{}, SystemReadPaths...)
+			cfg.Read = existing(append(read, s.Read...))
+			cfg.Write = existing(append([]string{s.Dir}, s.Write...))
+			cfg.Devices = existing(SystemDevices)
+		}
 	} else {
 		for _, o := range s.Overlays {
 			if err := os.MkdirAll(o.Target, 0o700); err != nil {
@@ -143,7 +156,7 @@ func startConfined(c confinement, s Spec, path string, env []string, bridge stri
 		ExtraFiles:  []*os.File{cfgR, stW},
 		SysProcAttr: attr,
 	}
-	return &confinedRun{cmd: cmd, status: stR, config: data, cfgW: cfgW}, nil
+	return &confinedRun{cmd: cmd, status: stR, config: data, cfgW: cfgW, root: cfg.Root}, nil
 }
 
 // started closes the child's ends of the pipes and sends the
@@ -164,6 +177,18 @@ func (r *confinedRun) started() {
 // a failure to set up the confinement is an error.
 func (r *confinedRun) done() (res confinedResult, note string, err error) {
 	defer r.status.Close()
+	if r.root != "" {
+		os.Remove(r.root) // empty here: the init's mounts were its own
+	}
+	if ps := r.cmd.ProcessState; ps != nil && !ps.Success() {
+		// An init that did not end by itself, with 0, reported nothing
+		// to trust.
+		sig := "killed"
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			sig = ws.Signal().String()
+		}
+		return confinedResult{code: -1, signal: sig}, "", nil
+	}
 	data, _ := io.ReadAll(r.status)
 	if len(data) == 0 {
 		// The init was killed (time limit, cancellation) before it
@@ -171,8 +196,12 @@ func (r *confinedRun) done() (res confinedResult, note string, err error) {
 		return confinedResult{code: -1, signal: "killed"}, "", nil
 	}
 	var st initproc.Status
-	if err := json.Unmarshal(data, &st); err != nil {
-		return confinedResult{code: -1}, "", fmt.Errorf("sandbox: confined init: bad status %q", data)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil || dec.More() {
+		// Only the init writes there; a status it did not write is the
+		// step's doing, and says nothing of how the command ended.
+		return confinedResult{code: -1}, "hg sandbox: the command's status was tampered with\n", nil
 	}
 	switch {
 	case st.Err == "":

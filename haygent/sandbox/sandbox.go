@@ -102,6 +102,13 @@ type Spec struct {
 	// [Result.Limitations] says so.
 	Overlays []Overlay
 
+	// Hide are directories a confined command must not see even where
+	// they lie under Read: the workspace it works on a copy of, the store
+	// (their contents reach it only as the runtime gives them). A path
+	// holding Dir or a Write path cannot be hidden, and
+	// [Result.Limitations] says so.
+	Hide []string
+
 	// NetCheck, for a confined command, decides each connection it asks
 	// its proxy for; nil means the command has no network at all.
 	NetCheck NetCheck

@@ -53,6 +53,16 @@ type Config struct {
 
 	// Overlays are mounted (with Proc only) before Landlock applies.
 	Overlays []Overlay
+
+	// Root, with Proc, is an empty directory where the init builds the
+	// command's file system and makes it the root: an empty tmpfs holding
+	// only Read (read-only), Write and Devices, the Bridge's directory
+	// and a fresh /proc, each at its own path. Nothing else of the host
+	// (its sockets under /run, a workspace under /usr) is there to reach.
+	// Hide are paths inside those that get an empty read-only tmpfs over
+	// them (the workspace and the store, should they lie under Read).
+	Root string
+	Hide []string
 }
 
 // Overlay makes Target show Lower with the writes going to Upper: a

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"syscall"
 
@@ -33,8 +34,14 @@ func run() int {
 	fail := func(stage string, err error) int {
 		return report(Status{Code: -1, Stage: stage, Err: err.Error()})
 	}
-	// Nothing the command runs may trace or read the init's memory.
+	// Nothing the command runs may trace or read the init's memory, or
+	// end it before it reports (only SIGKILL from outside ends it).
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP,
+		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGPROF)
+	// No descriptor the runner happened to inherit reaches the command.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	var cfg Config
 	cf := os.NewFile(3, "config")
 	if cf == nil {
@@ -53,13 +60,18 @@ func run() int {
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 			return fail("make mounts private", err)
 		}
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fail("mount /proc", err)
-		}
-		for _, o := range cfg.Overlays {
-			opts := "lowerdir=" + o.Lower + ",upperdir=" + o.Upper + ",workdir=" + o.Work
-			if err := unix.Mount("overlay", o.Target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-				return fail("mount overlay on "+o.Target, err)
+		if cfg.Root != "" {
+			if stage, err := buildRoot(cfg); err != nil {
+				return fail(stage, err)
+			}
+		} else {
+			if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				return fail("mount /proc", err)
+			}
+			for _, o := range cfg.Overlays {
+				if err := mountOverlay(o, o.Target); err != nil {
+					return fail("mount overlay on "+o.Target, err)
+				}
 			}
 		}
 	}
@@ -85,8 +97,8 @@ func run() int {
 		Path: cfg.Path, Args: cfg.Argv, Dir: cfg.Dir, Env: cfg.Env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 	}
-	if err := cmd.Start(); err != nil {
-		return fail("start", err)
+	if stage, err := startPowerless(cmd); err != nil {
+		return fail(stage, err)
 	}
 	cmd.Wait()
 	st := Status{Code: cmd.ProcessState.ExitCode()}
