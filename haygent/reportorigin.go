@@ -2,15 +2,19 @@ package haygent
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"io"
 	"os"
+	"syscall"
 )
 
 // A test report in a file is evidence only when the step that declares it
 // wrote it: a report already in the workspace, or put there by an earlier
 // step (a builtin write_file fed by a slot, say), claims tests that the
 // command never ran. The runtime marks the file before the command and
-// compares after: a file the command did not create, or left as it was
-// (same inode, same change time, same content), is refused.
+// compares after: a file the command did not create, or left holding the
+// bytes it held before (touched or not), is refused. A report that is not
+// a regular file, or is over 64 MiB, is refused too, unread.
 
 // fileMark is what identifies one version of a file: present, its inode
 // and change time where the system has them, and its content's digest.
@@ -29,11 +33,11 @@ func markFile(root, rel string) fileMark {
 	}
 	defer r.Close()
 	fi, err := r.Lstat(rel)
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxReport {
 		return fileMark{}
 	}
-	data, err := r.ReadFile(rel)
-	if err != nil {
+	data, why := readReport(root, rel)
+	if why != "" || data == nil {
 		return fileMark{}
 	}
 	return fileMark{present: true, stamp: changeStamp(fi), sum: sha256.Sum256(data)}
@@ -45,8 +49,46 @@ func reportNotWritten(step, file string, before, after fileMark) string {
 	switch {
 	case !after.present:
 		return ""
-	case before.present && before == after:
+	case before.present && before.sum == after.sum:
+		// Unchanged, or rewritten (touched, its mode changed) with the
+		// very bytes that were planted.
 		return "report " + file + " was in the workspace before step " + step + " and its command did not write it: refused as evidence"
 	}
 	return ""
+}
+
+// maxReport is the largest report file the runtime reads.
+const maxReport = 64 << 20
+
+// readReport reads the report file rel under root: a regular file of at
+// most maxReport bytes, opened without following a link out of root and
+// without waiting on a FIFO or device. Otherwise it says why not.
+func readReport(root, rel string) ([]byte, string) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, ""
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "" // missing: the parser says so
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, "report " + rel + ": " + err.Error()
+	case !fi.Mode().IsRegular():
+		return nil, "report " + rel + " is not a regular file: refused as evidence"
+	case fi.Size() > maxReport:
+		return nil, fmt.Sprintf("report %s is %d bytes, over the %d a report may have: refused as evidence", rel, fi.Size(), maxReport)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxReport+1))
+	if err != nil {
+		return nil, "report " + rel + ": " + err.Error()
+	}
+	if len(data) > maxReport {
+		return nil, fmt.Sprintf("report %s grew over the %d bytes a report may have: refused as evidence", rel, maxReport)
+	}
+	return data, ""
 }

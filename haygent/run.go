@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/evidence"
@@ -659,7 +660,10 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		return nil, fmt.Errorf("step %s: %w", s.ID, err)
 	}
 	for _, d := range res.NetDenials {
-		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: d.Target, Rule: d.Rule})
+		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: string(sandbox.Redact([]byte(d.Target), secrets)), Rule: d.Rule})
+	}
+	if res.NetDenialsDropped > 0 {
+		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: fmt.Sprintf("(%d more)", res.NetDenialsDropped), Rule: "more refused connections than are recorded one by one"})
 	}
 	if err != nil {
 		res.TimedOut = true // the run's time limit ended the step
@@ -694,18 +698,15 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if s.Report != "" {
 		format, file := reportFormat, reportFile
 		src := res.Stdout
+		var unreadable string
 		if file != "" {
-			root, err := os.OpenRoot(work)
-			if err == nil {
-				src, err = root.ReadFile(file)
-				root.Close()
-			}
-			if err != nil {
-				src = nil
-			}
+			src, unreadable = readReport(work, file)
 		}
 		var data map[string]any
-		if why := reportNotWritten(s.ID, file, reportBefore, markFile(work, file)); file != "" && why != "" {
+		if unreadable != "" {
+			data = (&evidence.TestReport{Format: format, Problems: []string{unreadable}}).Data()
+			data["invalid"] = unreadable
+		} else if why := reportNotWritten(s.ID, file, reportBefore, markFile(work, file)); file != "" && why != "" {
 			data = (&evidence.TestReport{Format: format, Problems: []string{why}}).Data()
 			data["invalid"] = why
 		} else if file != "" && sandbox.Holds(src, secrets) {
@@ -735,6 +736,10 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	// A file holding a granted secret's value is never applied or stored.
 	var clean workspace.Changes
 	for _, c := range changes {
+		if !utf8.ValidString(c.Path) {
+			rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: strings.ToValidUTF8(c.Path, "\uFFFD"), Rule: "its name is not valid UTF-8"})
+			continue
+		}
 		if sandbox.Holds([]byte(c.Path), secrets) {
 			rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: string(sandbox.Redact([]byte(c.Path), secrets)), Rule: "its name holds the value of a granted secret"})
 			continue

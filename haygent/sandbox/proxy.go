@@ -38,6 +38,7 @@ type proxy struct {
 
 	mu      sync.Mutex
 	denials []NetDenial
+	dropped int
 	conns   map[net.Conn]bool
 	wg      sync.WaitGroup
 }
@@ -181,16 +182,31 @@ func (p *proxy) handle(c net.Conn) {
 	initproc.Join(c, up)
 }
 
+// MaxNetDenials is how many refused connections a run lists; the rest are
+// counted. MaxNetTarget is the longest target listed, in bytes.
+const (
+	MaxNetDenials = 64
+	MaxNetTarget  = 260
+)
+
 func (p *proxy) refuse(c net.Conn, target, rule string) {
+	if len(target) > MaxNetTarget {
+		target = strings.ToValidUTF8(target[:MaxNetTarget], "") + "..."
+	}
+	target = strings.ToValidUTF8(target, "\uFFFD")
 	p.mu.Lock()
-	p.denials = append(p.denials, NetDenial{Target: target, Rule: rule})
+	if len(p.denials) < MaxNetDenials {
+		p.denials = append(p.denials, NetDenial{Target: target, Rule: rule})
+	} else {
+		p.dropped++
+	}
 	p.mu.Unlock()
 	c.Write([]byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
 }
 
 // close stops the proxy, ends the connections it holds, and returns the
-// refusals it recorded.
-func (p *proxy) close() []NetDenial {
+// refusals it recorded and how many more it counted.
+func (p *proxy) close() ([]NetDenial, int) {
 	p.l.Close()
 	p.mu.Lock()
 	conns := p.conns
@@ -201,5 +217,5 @@ func (p *proxy) close() []NetDenial {
 	}
 	p.wg.Wait()
 	os.RemoveAll(p.dir)
-	return p.denials
+	return p.denials, p.dropped
 }

@@ -151,6 +151,9 @@ type Result struct {
 	// NetDenials are the connections a confined command's proxy refused,
 	// in the order asked.
 	NetDenials []NetDenial
+	// NetDenialsDropped counts refusals past the first [MaxNetDenials],
+	// which are not listed.
+	NetDenialsDropped int
 	// Limitations lists, in words, protections that were asked for or
 	// normally hold but were missing in this run: a network namespace
 	// that could not be had (only with AllowUnisolated), or a process
@@ -253,7 +256,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			if px, err = newProxy(s.NetCheck); err != nil {
 				return res, fmt.Errorf("sandbox: network proxy: %w", err)
 			}
-			defer func() { res.NetDenials = px.close() }()
+			defer func() { res.NetDenials, res.NetDenialsDropped = px.close() }()
 			bridge = px.sock
 			res.Isolation = append(res.Isolation, "net-proxy")
 			env = withProxyEnv(env)
