@@ -30,8 +30,15 @@ func sysProcAttr(m nsMode) *syscall.SysProcAttr {
 		if m == nsUserConfined {
 			a.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 		}
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		// The runner's ids map to themselves; for a confined run, to 0,
+		// so that its init holds the capabilities it needs to set up the
+		// namespaces (it drops them all before the command starts).
+		uid, gid := os.Getuid(), os.Getgid()
+		if m == nsUserConfined {
+			uid, gid = 0, 0
+		}
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}}
 	}
 	return a
 }
