@@ -59,6 +59,7 @@ func newDagPutCmd(g *globals) *cobra.Command {
 	var (
 		inputCodec string
 		pin        string
+		force      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "put [FILE|-]",
@@ -127,8 +128,8 @@ named "..", for one, is refused.`,
 					if err := cas.CheckClosure(cmd.Context(), st, b.CID()); err != nil {
 						return fmt.Errorf("stored %s, not pinned: %w", b.CID(), err)
 					}
-					if err := st.SetPin(cmd.Context(), pin, b.CID()); err != nil {
-						return err
+					if err := setPin(cmd.Context(), st, pin, b.CID(), force); err != nil {
+						return fmt.Errorf("stored %s, not pinned: %w", b.CID(), err)
 					}
 				}
 				g.ui.printf("%s\n", b.CID())
@@ -138,6 +139,7 @@ named "..", for one, is refused.`,
 	}
 	cmd.Flags().StringVar(&inputCodec, "input-codec", "dag-json", "the input format: dag-json or dag-cbor")
 	cmd.Flags().StringVar(&pin, "pin", "", "pin the block under `NAME`")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "with --pin, move the pin if it names another root")
 	return cmd
 }
 

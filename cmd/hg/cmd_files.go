@@ -58,6 +58,7 @@ func newPutCmd(g *globals) *cobra.Command {
 		recursive bool
 		asJSON    bool
 		pin       string
+		force     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "put [-r] PATH|-",
@@ -117,8 +118,8 @@ reaches.`,
 					return err
 				}
 				if pin != "" {
-					if err := st.SetPin(ctx, pin, root); err != nil {
-						return err
+					if err := setPin(ctx, st, pin, root, force); err != nil {
+						return fmt.Errorf("stored %s, not pinned: %w", root, err)
 					}
 				}
 				if asJSON {
@@ -132,6 +133,7 @@ reaches.`,
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "store a directory and everything below it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {cid, kind, size, pin} as JSON")
 	cmd.Flags().StringVar(&pin, "pin", "", "pin the root under `NAME` once it is stored")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "with --pin, move the pin if it names another root")
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func newHaygentCheckCmd(g *globals) *cobra.Command {
 func newHaygentRunCmd(g *globals) *cobra.Command {
 	var (
 		inputFile, wsDir, adapterSpec, model, pin string
-		allowUnisolated, asJSON                   bool
+		allowUnisolated, asJSON, force            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run DIR [--input FILE] [--workspace DIR] [--adapter script:FILE|exec:CMD|openai]",
@@ -127,6 +127,14 @@ The receipt is signed with the store's runner key (made on first use; see
 				if pin != "" {
 					opts.Replay = "hg replay " + pin
 				}
+				if pin != "" && !force {
+					// Refused before the work, not after it.
+					if old, taken, err := pinnedElsewhere(cmd.Context(), st, pin, cid.Undef); err != nil {
+						return err
+					} else if taken {
+						return errPinTaken(pin, old)
+					}
+				}
 				res, err := haygent.Run(cmd.Context(), pkg, input, opts)
 				if err != nil {
 					return err
@@ -166,6 +174,7 @@ The receipt is signed with the store's runner key (made on first use; see
 	cmd.Flags().BoolVar(&allowUnisolated, "allow-unisolated", false, "run exec steps with less than their whole confinement where the kernel cannot give it (the receipt says what was missing)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {receipt, status, run, ...} as JSON")
 	cmd.Flags().StringVar(&pin, "pin", "", "pin the receipt (and so the whole run) under `NAME`")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "with --pin, move the pin if it names another receipt")
 	return cmd
 }
 
@@ -341,7 +350,22 @@ func newReportCmd(g *globals) *cobra.Command {
 						return err
 					}
 					if asJSON {
-						return usageError{errors.New("report --json takes a RECEIPT; for a run use 'hg status --json RUN'")}
+						// The run record itself, as hg dag get shows it:
+						// each node's state and the receipt it accepted.
+						data, err := st.Get(ctx, c)
+						if err != nil {
+							return err
+						}
+						node, err := cas.DecodeNode(data)
+						if err != nil {
+							return err
+						}
+						out, err := cas.EncodeJSON(node)
+						if err != nil {
+							return err
+						}
+						g.ui.printf("%s\n", out)
+						return nil
 					}
 					return runReport(ctx, g, st, rec.Run)
 				}
@@ -356,7 +380,7 @@ func newReportCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipt and every record it links to as DAG-JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the receipt and every record it links to as DAG-JSON (for a run: its record)")
 	return cmd
 }
 

@@ -14,9 +14,10 @@ func newPinCmd(g *globals) *cobra.Command {
 }
 
 func newPinAddCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "add NAME CID",
-		Short: "pin CID under NAME, once every block it reaches is present",
+		Short: "pin CID under NAME, once every block it reaches is present (--force to move a pin)",
 		Args:  exactArgs(2, "NAME and CID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -31,10 +32,12 @@ func newPinAddCmd(g *globals) *cobra.Command {
 				if err := cas.CheckClosure(cmd.Context(), st, c); err != nil {
 					return fmt.Errorf("not pinned: %w", err)
 				}
-				return st.SetPin(cmd.Context(), name, c)
+				return setPin(cmd.Context(), st, name, c, force)
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "move the pin if it names another root")
+	return cmd
 }
 
 func newPinRmCmd(g *globals) *cobra.Command {

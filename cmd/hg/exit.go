@@ -32,6 +32,15 @@ type integrityError struct {
 
 func (e integrityError) Error() string { return e.msg }
 
+// hinted is an error with a line of advice: exit 1.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (e hinted) Error() string { return e.err.Error() }
+func (e hinted) Unwrap() error { return e.err }
+
 // exitCode maps an error to the process exit code. It is the only place
 // that does.
 func exitCode(err error) int {
@@ -61,9 +70,12 @@ func exitCode(err error) int {
 func hintFor(err error) string {
 	var busy *cas.BusyError
 	var integ integrityError
+	var h hinted
 	switch {
 	case errors.As(err, &integ) && integ.hint != "":
 		return integ.hint
+	case errors.As(err, &h):
+		return h.hint
 	case errors.As(err, &busy):
 		return "wait for it to finish, or stop it; HG_LOCK_TIMEOUT sets how long hg waits (0: as long as it takes)"
 	case errors.Is(err, boltstore.ErrDamaged):

@@ -62,13 +62,16 @@ or the nearest .haygent/ above the working directory.
 Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.store, "store", "", "the store directory (default: $HG_STORE, else the nearest .haygent/)")
 	root.PersistentFlags().BoolVar(&g.ui.forceProgress, "progress", false, "show progress on stderr even when it is not a terminal (it is shown on a terminal anyway)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	keyCmd := newKeyCmd(g)
 	keyCmd.AddCommand(newKeyUntrustCmd(g))
 	root.AddCommand(
+		newVersionCmd(g),
 		newInitCmd(g),
 		newPutCmd(g),
 		newGetCmd(g),

@@ -90,12 +90,20 @@ func (g *globals) noteWait(busy *cas.BusyError) {
 
 // locateStore finds the store directory: --store, else $HG_STORE, else the
 // nearest .haygent/ from the working directory up.
+//
+// A directory given by --store or $HG_STORE that holds no store but a
+// .haygent/ that is one names that store: `hg init DIR` makes DIR/.haygent,
+// and `--store DIR` then finds it.
 func locateStore(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
+	given := flag
+	if given == "" {
+		given = os.Getenv("HG_STORE")
 	}
-	if env := os.Getenv("HG_STORE"); env != "" {
-		return env, nil
+	if given != "" {
+		if !isStoreDir(given) && isStoreDir(filepath.Join(given, storeDirName)) {
+			return filepath.Join(given, storeDirName), nil
+		}
+		return given, nil
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -112,6 +120,12 @@ func locateStore(flag string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// isStoreDir reports whether dir holds a store's database.
+func isStoreDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "store.db")) // boltstore's database
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // openStore opens the store for a command. Commands that only read pass
