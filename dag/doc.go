@@ -47,6 +47,8 @@
 //	           (an absolute path is taken as is)
 //	needs      optional; names of the nodes this one waits for
 //	input      optional; a JSON object, the node's input document
+//	workspace  optional; the tree the node's Haygent works on (below);
+//	           without it, a new empty directory
 //
 // Nodes keep the order in which they are written ([WorkOrder.Order]), so
 // everything printed from a Work Order is stable.
@@ -79,6 +81,24 @@
 // document, and [Node.Resolve] builds a node's input with every reference
 // replaced by its value.
 //
+// # Workspaces
+//
+// A node's "workspace" ([Workspace]) is one of:
+//
+//	"../workspaces/calc"   a directory, relative to the Work Order file
+//	{"tree": "bafy..."}    a tree in the store, by its CID
+//	{"pin": "calc"}        the tree a pin of the store names
+//	{"from": "fix"}        the final workspace of node fix, which must be
+//	                       among the node's needs
+//
+// The last is an edge like a reference: it carries the CID of the tree the
+// upstream node's accepted receipt records as its final workspace, and
+// nothing else, so downstream work starts from exactly what was accepted.
+// A directory is stored and a pin resolved when a run starts: the stored
+// Work Order names every workspace by its tree or its upstream node
+// ([ObjectWorkspace]), so a run is reproducible from the store, or a
+// bundle, alone.
+//
 // # Validation
 //
 // [WorkOrder.Validate] reports every problem at once, as [*FieldError]
@@ -92,6 +112,7 @@
 //	node "test": field "input/tree": "from" node "lint" is not in needs
 //	node "test": field "input/tree": pointer "tree": must be empty or start with "/"
 //	node "test": field "input/tree": pointer "/trees": not declared by the output contract of node "build"
+//	node "check": field "workspace/from": "fix" is not in needs: a workspace flows only along a needs edge
 //	node "a": field "needs": cycle a -> b -> c -> a
 //	field "outcome/require": unknown node "pakc"
 //
@@ -163,9 +184,10 @@
 // [WorkOrder.Object] builds the hg/workorder@1 object ([Object]), the form
 // a Work Order is stored in: nodes sorted by name, each naming its
 // Haygent by the CID of the package's hg/tree@1 (the code version, as in
-// receipts) instead of a path, needs and the outcome's require list sorted
-// and without duplicates, inputs as data-model maps with references kept
-// as they are written. It round-trips through [cas.Marshal] and
+// receipts) instead of a path, its workspace by a tree's CID or an
+// upstream node (left out when it has none), needs and the outcome's
+// require list sorted and without duplicates, inputs as data-model maps
+// with references kept as they are written. It round-trips through [cas.Marshal] and
 // [cas.Unmarshal]. [FromObject] turns a stored object back into a
 // [WorkOrder] for Waves, Dot and the like.
 package dag

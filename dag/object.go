@@ -31,6 +31,9 @@ type ObjectNode struct {
 	Haygent cas.Link       `cbor:"haygent"` // the package's hg/tree@1
 	Needs   []string       `cbor:"needs"`   // sorted, no duplicates
 	Input   map[string]any `cbor:"input"`   // data model; references kept as written
+	// Workspace is where the node's workspace comes from, left out for
+	// a node that has none (an empty directory).
+	Workspace *ObjectWorkspace `cbor:"workspace,omitempty"`
 }
 
 // Outcome is the outcome of an [Object].
@@ -43,8 +46,11 @@ type Outcome struct {
 // Object builds the stored form of the Work Order. pkgs maps each Haygent
 // path, as written in the Work Order ([Node.Haygent]), to the CID of the
 // package's hg/tree@1, which the scheduler gets by storing the package
-// directory. Inputs are deep copies. Object refuses a path with no defined
-// CID; it checks nothing else, so Validate first.
+// directory. Inputs are deep copies. A node's workspace is stored as its
+// tree or its upstream node: a directory or pin must have been resolved to
+// a tree ([Workspace.Tree]) first. Object refuses a path with no defined
+// CID and a workspace not resolved; it checks nothing else, so Validate
+// first.
 func (w *WorkOrder) Object(pkgs map[string]cid.Cid) (Object, error) {
 	var mandatory []string // nil when empty, as a decoded object has it
 	if len(w.Mandatory) > 0 {
@@ -64,11 +70,16 @@ func (w *WorkOrder) Object(pkgs map[string]cid.Cid) (Object, error) {
 		if !ok || !c.Defined() {
 			return Object{}, fmt.Errorf("node %q: no package CID for Haygent %q", name, n.Haygent)
 		}
+		ws, err := objectWorkspace(name, n.Workspace)
+		if err != nil {
+			return Object{}, err
+		}
 		o.Nodes = append(o.Nodes, ObjectNode{
-			Name:    name,
-			Haygent: cas.Link{Cid: c},
-			Needs:   sortedSet(n.Needs),
-			Input:   n.Input(),
+			Name:      name,
+			Haygent:   cas.Link{Cid: c},
+			Needs:     sortedSet(n.Needs),
+			Input:     n.Input(),
+			Workspace: ws,
 		})
 	}
 	return o, nil
@@ -110,7 +121,11 @@ func FromObject(o Object) (*WorkOrder, error) {
 		if i > 0 && o.Nodes[i-1].Name >= n.Name {
 			return nil, &FieldError{Node: n.Name, Msg: "nodes are not sorted by name, or a name repeats"}
 		}
-		node := &Node{Name: n.Name, Haygent: n.Haygent.String(), Needs: slices.Clone(n.Needs)}
+		ws, err := workspaceFromObject(n)
+		if err != nil {
+			return nil, err
+		}
+		node := &Node{Name: n.Name, Haygent: n.Haygent.String(), Needs: slices.Clone(n.Needs), Workspace: ws}
 		if err := node.SetInput(n.Input); err != nil {
 			return nil, &FieldError{Node: n.Name, Field: "input", Msg: err.Error()}
 		}

@@ -81,6 +81,16 @@ func (w *WorkOrder) Validate(res Resolver) error {
 			}
 			needs[d] = true
 		}
+		if ws := n.Workspace; ws != nil && ws.From != "" {
+			switch {
+			case ws.From == name:
+				add(name, "workspace/from", "a node cannot start from its own workspace")
+			case w.Nodes[ws.From] == nil:
+				add(name, "workspace/from", "unknown node %q", ws.From)
+			case !needs[ws.From]:
+				add(name, "workspace/from", "%q is not in needs: a workspace flows only along a needs edge", ws.From)
+			}
+		}
 		for _, ref := range n.Refs() {
 			field := "input" + ref.At
 			_, perr := ParsePointer(ref.Pointer)

@@ -113,6 +113,9 @@ type Node struct {
 	Haygent string
 	// Needs lists the nodes this one waits for, as written.
 	Needs []string
+	// Workspace is where the node's workspace comes from; nil for a new
+	// empty directory.
+	Workspace *Workspace
 	// input is the input document (see [Node.Input]) encoded as
 	// DAG-CBOR; nil for the empty map. Kept as maps, the inputs of a Work Order of 100,000 nodes
 	// took 150 MB of small objects, which the collector marked again at
@@ -347,7 +350,7 @@ func (p *parser) node(name string, raw json.RawMessage) *Node {
 	if !ok {
 		return nil
 	}
-	p.unknownIn(name, "", m, "haygent", "needs", "input")
+	p.unknownIn(name, "", m, "haygent", "needs", "input", "workspace")
 	n := &Node{Name: name}
 	if raw, ok := m["haygent"]; !ok {
 		p.add(name, "haygent", "required")
@@ -361,6 +364,9 @@ func (p *parser) node(name string, raw json.RawMessage) *Node {
 		if needs, ok := p.strs(name, "needs", raw); ok {
 			n.Needs = needs
 		}
+	}
+	if raw, ok := m["workspace"]; ok {
+		n.Workspace = p.workspace(name, raw)
 	}
 	if raw, ok := m["input"]; ok {
 		if kindOf(raw) != kindObject {
