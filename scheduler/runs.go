@@ -153,14 +153,24 @@ type Removed struct {
 	CancelRequest bool
 }
 
+// RemoveOptions tune [RemoveRun].
+type RemoveOptions struct {
+	// Force removes a run recorded running, or one whose record cannot
+	// be read.
+	Force bool
+	// DryRun checks and counts as a removal would and removes nothing.
+	DryRun bool
+}
+
 // RemoveRun removes a run from the store: the refs runs/RUN and
 // cancel/RUN. Nothing else is touched: the blocks of its record, its
 // receipts and its acceptances stay until gc finds that no pin, other run
 // or memo entry reaches them. A run recorded running is refused
-// ([ErrActive]) unless force, and so is one whose record cannot be read
-// (its ref is then removed with force). The caller makes sure that no
+// ([ErrActive]) unless forced, and so is one whose record cannot be read
+// (its ref is then removed when forced). The caller makes sure that no
 // process executes the run meanwhile (hg holds its lock, active/RUN).
-func RemoveRun(ctx context.Context, st cas.Store, run string, force bool) (*Removed, error) {
+func RemoveRun(ctx context.Context, st cas.Store, run string, opts RemoveOptions) (*Removed, error) {
+	force := opts.Force
 	info, err := RunSummary(ctx, st, run)
 	if err != nil {
 		return nil, err
@@ -192,6 +202,11 @@ func RemoveRun(ctx context.Context, st cas.Store, run string, force bool) (*Remo
 				}
 			}
 		}
+	}
+	if opts.DryRun {
+		_, err := st.GetRef(ctx, CancelNamespace, run)
+		rm.CancelRequest = err == nil
+		return rm, nil
 	}
 	// The cancel request first: it names a record of the run, and must
 	// not outlive the run's ref if this stops half way.

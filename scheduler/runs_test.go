@@ -122,14 +122,24 @@ func TestRemoveRunThenGC(t *testing.T) {
 		t.Fatal("the second pipeline run did not reuse the first one's receipt")
 	}
 
-	rm, err := scheduler.RemoveRun(ctx, st, halted.Run, false)
+	dry, err := scheduler.RemoveRun(ctx, st, halted.Run, scheduler.RemoveOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetRef(ctx, scheduler.RefNamespace, halted.Run); err != nil {
+		t.Fatalf("a dry run removed the run: %v", err)
+	}
+	rm, err := scheduler.RemoveRun(ctx, st, halted.Run, scheduler.RemoveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rm.Receipts != 3 || rm.MemoHeld != 2 { // probe, steady, steady-next; the two PASSes are memo entries
 		t.Errorf("removed %d receipts, %d held by the memo cache; want 3 and 2", rm.Receipts, rm.MemoHeld)
 	}
-	if _, err := scheduler.RemoveRun(ctx, st, first.Run, false); err != nil {
+	if dry.Receipts != rm.Receipts || dry.MemoHeld != rm.MemoHeld || dry.Record != rm.Record {
+		t.Errorf("the dry run said %+v, the removal %+v", dry, rm)
+	}
+	if _, err := scheduler.RemoveRun(ctx, st, first.Run, scheduler.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := scheduler.LoadRecord(ctx, st, halted.Run); !errors.Is(err, cas.ErrNotFound) {
@@ -226,13 +236,13 @@ func TestRemoveRunRefusesRunning(t *testing.T) {
 	if err := st.SetRef(ctx, scheduler.RefNamespace, id, root); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scheduler.RemoveRun(ctx, st, id, false); !errors.Is(err, scheduler.ErrActive) {
+	if _, err := scheduler.RemoveRun(ctx, st, id, scheduler.RemoveOptions{}); !errors.Is(err, scheduler.ErrActive) {
 		t.Fatalf("removing a running run: %v, want ErrActive", err)
 	}
 	if _, err := st.GetRef(ctx, scheduler.RefNamespace, id); err != nil {
 		t.Fatalf("a refused removal removed the run: %v", err)
 	}
-	rm, err := scheduler.RemoveRun(ctx, st, id, true)
+	rm, err := scheduler.RemoveRun(ctx, st, id, scheduler.RemoveOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +254,7 @@ func TestRemoveRunRefusesRunning(t *testing.T) {
 			t.Errorf("ref %s/%s left: %v", ns, id, err)
 		}
 	}
-	if _, err := scheduler.RemoveRun(ctx, st, id, true); !errors.Is(err, cas.ErrNotFound) {
+	if _, err := scheduler.RemoveRun(ctx, st, id, scheduler.RemoveOptions{Force: true}); !errors.Is(err, cas.ErrNotFound) {
 		t.Errorf("removing a removed run: %v, want not found", err)
 	}
 }
