@@ -158,8 +158,6 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if err != nil {
 		return err
 	}
-	total := len(plan.WorkOrder.Order)
-	done := 0
 	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter, Retry: retry}
 	// --nats and --trust (cmd_worker.go): remote workers and their keys.
 	closeRemote, err := remote.apply(&opts)
@@ -167,27 +165,16 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		return err
 	}
 	defer closeRemote()
-	tty := g.ui.stderrIsTerminal()
+	// --json streams every event (a node's finished work twice: the
+	// second, committed, once it is stored); otherwise progress
+	// (runprogress.go) shows them on stderr.
+	var progress *runProgress
 	opts.Events = func(ev scheduler.Event) {
-		if ev.Committed {
-			// The same node again, now stored: --json says so.
-			if asJSON {
-				_ = g.ui.printJSON(ev)
-			}
-			return
-		}
-		if ev.State == dag.Done {
-			done++
-		}
 		switch {
 		case asJSON:
 			_ = g.ui.printJSON(ev)
-		case tty:
-			memo := ""
-			if ev.Memo {
-				memo = " (cached)"
-			}
-			textsafe.Fprintf(g.ui.stderr, "hg: [%d/%d] %s %s%s\n", done, total, ev.Node, ev.State, memo)
+		case progress != nil:
+			progress.event(ev)
 		}
 	}
 	s := scheduler.New(opts)
@@ -206,7 +193,13 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	} else {
 		g.ui.printSafe("run %s\n", run)
 	}
+	if !asJSON {
+		progress = newRunProgress(g.ui.stderr, g.ui.showProgress(), len(plan.WorkOrder.Order), resumedStates(ctx, g, run, resume))
+	}
 	rec, err := s.Execute(ctx, plan, run)
+	if progress != nil {
+		progress.finish()
+	}
 	if err != nil {
 		return err
 	}
@@ -264,10 +257,13 @@ func newCancelCmd(g *globals) *cobra.Command {
 func newStatusCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status RUN",
-		Short: "every node's state, attempts and receipt",
-		Args:  exactArgs(1, "one RUN id"),
+		Use:   "status [RUN]",
+		Short: "every node's state, attempts and receipt; with no RUN, every run (as hg runs)",
+		Args:  rangeArgs(0, 1, "a RUN id, or none for every run"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return listRuns(cmd.Context(), g, runsFilter{}, asJSON)
+			}
 			return g.withStore(true, func(st cas.Store) error {
 				rec, _, err := scheduler.LoadRecord(cmd.Context(), st, args[0])
 				if err != nil {
@@ -472,6 +468,13 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 			}
 			if r.Halt != nil {
 				more = append(more, textsafe.Sprintf("  %14s %s %s: %s", "", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason))
+			}
+			if n.State == dag.Failed {
+				tail, err := failedStepTail(ctx, st, n.Receipt.Cid, rec.Run, n.Name)
+				if err != nil {
+					return err
+				}
+				more = append(more, tail...)
 			}
 		}
 		if n.Memo {

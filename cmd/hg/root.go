@@ -70,6 +70,8 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	keyCmd := newKeyCmd(g)
 	keyCmd.AddCommand(newKeyUntrustCmd(g))
+	runCmd := newRunCmd(g)
+	runCmd.AddCommand(newRunRmCmd(g))
 	root.AddCommand(
 		newVersionCmd(g),
 		newInitCmd(g),
@@ -88,7 +90,9 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newReplayCmd(g),
 		newApproveCmd(g),
 		keyCmd,
-		newRunCmd(g),
+		runCmd,
+		newRunsCmd(g),
+		newLogsCmd(g),
 		newBeliefCmd(g),
 		newResumeCmd(g),
 		newStatusCmd(g),
