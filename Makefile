@@ -17,7 +17,7 @@ build:
 # short run of every fuzz target on top of its seed corpus. Confinement of
 # exec steps is required: its tests fail, not skip, where it cannot be had.
 test: vet
-	HG_REQUIRE_CONFINEMENT=1 $(GO) test -race -count=1 $(PKGS)
+	HG_REQUIRE_CONFINEMENT=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
 test-short:
