@@ -54,6 +54,9 @@ latest receipt; the earlier ones are named on stderr, for 'hg logs RECEIPT'.`,
 			if f.raw && f.asJSON {
 				return usageError{errors.New("--raw and --json: choose one")}
 			}
+			if f.attempt < -1 {
+				return usageError{fmt.Errorf("--attempt %d: want 0 or more", f.attempt)}
+			}
 			if f.stdout && f.stderr {
 				f.stdout, f.stderr = false, false // both, as without either
 			}
