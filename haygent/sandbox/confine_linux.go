@@ -56,9 +56,14 @@ func probeConfinement() (confinement, string) {
 	if err != nil {
 		return confinement{}, "cannot probe: " + err.Error()
 	}
+	dir, err := os.MkdirTemp("", "hg-probe-*")
+	if err != nil {
+		return confinement{}, "cannot probe: " + err.Error()
+	}
+	defer os.RemoveAll(dir)
 	for _, m := range []nsMode{nsUserConfined, nsConfined, nsNone} {
 		c := confinement{mode: m, abi: abi}
-		res, err := runConfined(c, Spec{Argv: []string{"true"}, Dir: "/"}, path, nil, nil, nil)
+		res, err := runConfined(c, Spec{Argv: []string{"true"}, Dir: dir}, path, nil, nil, nil)
 		if err == nil && res.code == 0 {
 			return c, strings.Join(reasons, "; ")
 		}

@@ -331,8 +331,18 @@ func TestConfinedHostSockets(t *testing.T) {
 	}
 	defer l.Close()
 	s := helperSpec(t, "dialunix", "SOCK", sock)
+	// The helper from a directory of its own, which holds no socket.
 	exe, _ := os.Executable()
-	s.Confine, s.Read = true, []string{filepath.Dir(exe)}
+	bin := filepath.Join(t.TempDir(), "helper")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.Argv = []string{bin}
+	s.Confine, s.Read = true, []string{filepath.Dir(bin)}
 	if res := run(t, s); res.ExitCode != 3 {
 		t.Errorf("exit %d (stderr %q): want the host's socket out of reach", res.ExitCode, res.Stderr)
 	}

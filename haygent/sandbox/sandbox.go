@@ -412,6 +412,15 @@ func (s *Spec) check() ([]string, error) {
 	if !filepath.IsAbs(s.Dir) {
 		return bad("dir %q is not an absolute path", s.Dir)
 	}
+	if s.Confine {
+		// A confined command's root holds its directories at their
+		// paths: the host's root is never one of them.
+		for _, p := range append([]string{s.Dir}, s.Write...) {
+			if filepath.Clean(p) == "/" {
+				return bad("a confined command cannot be given / to write")
+			}
+		}
+	}
 	if fi, err := os.Stat(s.Dir); err != nil {
 		return bad("dir: %v", err)
 	} else if !fi.IsDir() {
