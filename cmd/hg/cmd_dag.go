@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
 )
 
@@ -27,32 +29,38 @@ block that is not canonical is refused with exit code 4.`,
 				if err != nil {
 					return err
 				}
-				var node any
-				err = st.View(cmd.Context(), c, func(data []byte) error {
-					switch c.Type() {
-					case cas.DagCBOR:
-						n, err := cas.DecodeNode(data)
-						node = n
-						return err
-					case cas.Raw:
-						node = append([]byte(nil), data...)
-						return nil
-					default:
-						return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
-					}
-				})
-				if err != nil {
-					return err
-				}
-				out, err := cas.EncodeJSON(node)
-				if err != nil {
-					return err
-				}
-				g.ui.printf("%s\n", out)
-				return nil
+				return printBlockJSON(cmd.Context(), g, st, c)
 			})
 		},
 	}
+}
+
+// printBlockJSON prints the block c as compact DAG-JSON: a DAG-CBOR block
+// as its value, a raw block as a bytes value.
+func printBlockJSON(ctx context.Context, g *globals, st cas.Store, c cid.Cid) error {
+	var node any
+	err := st.View(ctx, c, func(data []byte) error {
+		switch c.Type() {
+		case cas.DagCBOR:
+			n, err := cas.DecodeNode(data)
+			node = n
+			return err
+		case cas.Raw:
+			node = append([]byte(nil), data...)
+			return nil
+		default:
+			return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	out, err := cas.EncodeJSON(node)
+	if err != nil {
+		return err
+	}
+	g.ui.printf("%s\n", out)
+	return nil
 }
 
 func newDagPutCmd(g *globals) *cobra.Command {

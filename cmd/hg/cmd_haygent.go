@@ -352,20 +352,7 @@ func newReportCmd(g *globals) *cobra.Command {
 					if asJSON {
 						// The run record itself, as hg dag get shows it:
 						// each node's state and the receipt it accepted.
-						data, err := st.Get(ctx, c)
-						if err != nil {
-							return err
-						}
-						node, err := cas.DecodeNode(data)
-						if err != nil {
-							return err
-						}
-						out, err := cas.EncodeJSON(node)
-						if err != nil {
-							return err
-						}
-						g.ui.printf("%s\n", out)
-						return nil
+						return printBlockJSON(ctx, g, st, c)
 					}
 					return runReport(ctx, g, st, rec.Run)
 				}
