@@ -48,6 +48,10 @@ type Evidence struct {
 	// on "workspace" evidence, the workspace the gates saw.
 	Workspace *cas.Link `cbor:"workspace,omitempty"`
 	Scope     *Scope    `cbor:"scope,omitempty"`
+	// Outputs, on exit evidence, links the command's stdout and stderr
+	// (which Data names as CID strings for the gates), so that gc keeps
+	// them and bundles carry them with the receipt.
+	Outputs []cas.Link `cbor:"outputs,omitempty"`
 }
 
 // Denied is an operation the permission checker refused.

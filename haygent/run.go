@@ -97,7 +97,7 @@ func Run(ctx context.Context, pkg *Package, input map[string]any, opts Options) 
 	if err := validate(pkg.Input, input); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
-	r := &runner{pkg: pkg, opts: opts, st: opts.Store, ctx: ctx, w: cas.NewWriter(opts.Store)}
+	r := &runner{pkg: pkg, opts: opts, st: opts.Store, ctx: ctx, w: cas.NewWriter(opts.Store), observedSeq: -1}
 	if r.opts.Now == nil {
 		r.opts.Now = time.Now
 	}
@@ -140,6 +140,10 @@ type runner struct {
 	used        map[string]bool
 	limitations []string
 	vouchings   []vouching // evidence that vouches for a workspace, for the gates' freshness
+	// observed is the workspace the last evaluation of the gates
+	// observed, and observedSeq the seq of its transition (-1: none).
+	observed    cid.Cid
+	observedSeq int64
 	artifacts   map[string]Artifact
 	lastChange  map[string]time.Time
 	attempt     int64
@@ -488,7 +492,7 @@ func (r *runner) observeAt(step, kind, subject string, data map[string]any, at t
 
 // observeOn records evidence; with on, evidence that vouches for the
 // workspace on.workspace, within on.scope (see freshness.go).
-func (r *runner) observeOn(step, kind, subject string, data map[string]any, at time.Time, on *vouching) (cas.Link, error) {
+func (r *runner) observeOn(step, kind, subject string, data map[string]any, at time.Time, on *vouching, outputs ...cas.Link) (cas.Link, error) {
 	enc, err := cas.EncodeNode(cas.FromJSON(data))
 	if err != nil {
 		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
@@ -502,6 +506,9 @@ func (r *runner) observeOn(step, kind, subject string, data map[string]any, at t
 		Type: TypeEvidence, Run: r.opts.RunID, Step: step, Attempt: r.attempt, Kind: kind, Subject: subject,
 		Data: stored.(map[string]any), ObservedAt: stamp(at),
 		Coverage: Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
+	}
+	if len(outputs) > 0 {
+		ev.Outputs = outputs
 	}
 	if on != nil {
 		ev.Workspace = &cas.Link{Cid: on.workspace}
@@ -687,7 +694,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		"isolation":   anySlice(res.Isolation),
 		"duration_ms": res.Finished.Sub(res.Started).Milliseconds(),
 	}
-	link, err := r.observeOn(s.ID, evidence.KindExit, subject, exitData, r.now(), on)
+	link, err := r.observeOn(s.ID, evidence.KindExit, subject, exitData, r.now(), on, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -1202,6 +1209,7 @@ func (r *runner) evaluateGates() ([]gateOutcome, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot workspace for the gates: %w", err)
 		}
+		r.observed, r.observedSeq = now.Cid, r.seq
 		link, err := r.observeOn("gates", KindWorkspace, "workspace", map[string]any{}, env.Now, &vouching{workspace: now.Cid})
 		if err != nil {
 			return nil, err
@@ -1291,6 +1299,11 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 		Limitations: orEmptyS(r.limitations), Head: *r.prior, Transitions: r.transitions,
 		Replay: r.opts.Replay, StartedAt: stamp(r.started), FinishedAt: stamp(r.now()),
 	}
+	final, err := r.finalWorkspace(ws)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot the final workspace: %w", err)
+	}
+	rc.FinalWorkspace = final
 	if rc.Denied == nil {
 		rc.Denied = []Denied{}
 	}
@@ -1409,6 +1422,36 @@ func (r *runner) needWorkspace() error {
 	return nil
 }
 
+// finalWorkspace is the workspace as the run leaves it, stored as
+// snapshotWorkspace stores it: what a Work Order hands on along a
+// workspace edge. A run that never had a workspace leaves the one it
+// started with (start, the empty tree); a run whose head is an
+// evaluation of the gates leaves the workspace that evaluation observed,
+// which nothing has changed since; any other run's is stored now.
+func (r *runner) finalWorkspace(start *cas.Link) (*cas.Link, error) {
+	switch {
+	case r.workspace == "":
+		return start, nil
+	case r.observed.Defined() && r.observedSeq == r.seq-1:
+		return &cas.Link{Cid: r.observed}, nil
+	}
+	return r.snapshotWorkspace()
+}
+
+// emptyTree is the block of the empty hg/tree@1: the workspace of a run
+// given none.
+var emptyTree = func() cas.Block {
+	data, err := cas.Marshal(&cas.TreeNode{Type: cas.TypeTree, Entries: []cas.TreeEntry{}})
+	if err != nil {
+		panic(err)
+	}
+	return cas.NewBlock(cas.DagCBOR, data)
+}()
+
+// EmptyTree is the CID of the empty hg/tree@1, the workspace snapshot of
+// a run given no workspace.
+func EmptyTree() cid.Cid { return emptyTree.CID() }
+
 // snapshotWorkspace stores what the read grants let the Haygent see of its
 // workspace, as a tree. Symlinks are stored as links, never followed. A
 // run given no workspace has an empty one. An hg store in the workspace
@@ -1416,12 +1459,7 @@ func (r *runner) needWorkspace() error {
 // store holds the runner's signing key.
 func (r *runner) snapshotWorkspace() (*cas.Link, error) {
 	if r.workspace == "" {
-		data, err := cas.Marshal(&cas.TreeNode{Type: cas.TypeTree, Entries: []cas.TreeEntry{}})
-		if err != nil {
-			return nil, err
-		}
-		b := cas.NewBlock(cas.DagCBOR, data)
-		return &cas.Link{Cid: b.CID()}, r.w.Add(r.ctx, b)
+		return &cas.Link{Cid: emptyTree.CID()}, r.w.Add(r.ctx, emptyTree)
 	}
 	set := r.pkg.Permissions
 	fence, err := workspace.NewFence(r.workspace, r.opts.StoreDir)
