@@ -46,6 +46,13 @@ type Receipt struct {
 	FinishedAt   string     `cbor:"finished_at"`
 	Signer       []byte     `cbor:"signer"`
 	Signature    []byte     `cbor:"signature,omitempty"`
+
+	// FinalWorkspace is the workspace as the run left it, stored as
+	// Workspace (the workspace as the run found it) is: what the read
+	// grants let the Haygent see. It is the tree a Work Order hands on
+	// along a workspace edge. Receipts made before it was recorded have
+	// none.
+	FinalWorkspace *cas.Link `cbor:"final_workspace,omitempty"`
 }
 
 // StepRun is one executed step in the order it ran.

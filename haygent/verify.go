@@ -108,7 +108,8 @@ const maxGatesFile = cas.MaxBlockSize
 //     and compares bytes) and carry their own "type"; the permission
 //     snapshots decode with [cas.DecodeNode] as hg/permissions@1. Trees and
 //     files are checked for canonical form only where they are read (the
-//     package tree, below).
+//     package tree, below, and the root of the final workspace, which a
+//     Work Order hands on).
 //
 //   - "transition chain": from receipt.Head along Prior to a transition
 //     without one, seq runs exactly receipt.Transitions-1 down to 0, with no
@@ -124,7 +125,11 @@ const maxGatesFile = cas.MaxBlockSize
 //     transitions' lists in chain order; Gates, when not empty, is the gate
 //     list of the last gates transition; every transition names the
 //     receipt's Package and Permissions; Repairs is the head's Attempt; every
-//     halt.last_evidence link is evidence of the run.
+//     halt.last_evidence link is evidence of the run. The final workspace,
+//     when the receipt records one, is the workspace the head transition
+//     observed if the head is an evaluation of the gates that observed
+//     it, and the workspace the run started from if no transition
+//     records a mutation or an observation of the workspace.
 //
 //   - "signature": [Receipt.VerifySignature] over the receipt's own Signer.
 //
@@ -955,6 +960,9 @@ func (vr *verifier) readReceiptLinks(r *Receipt) error {
 	if err := vr.node(r.Permissions.Cid, "permission snapshot", "hg/permissions@1"); err != nil {
 		return err
 	}
+	if err := vr.finalTree(r); err != nil {
+		return err
+	}
 	for _, l := range r.Evidence {
 		var ev Evidence
 		if _, err := vr.object(l.Cid, "evidence", TypeEvidence, &ev); err != nil {
@@ -972,6 +980,39 @@ func (vr *verifier) readReceiptLinks(r *Receipt) error {
 		if _, err := vr.object(l.Cid, "slot call", TypeSlotCall, &sc); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// finalTree checks that the root of the receipt's final workspace, which
+// a Work Order hands on, decodes strictly as an hg/tree@1. The empty
+// tree, the final workspace of every run given none, is known by its
+// CID.
+func (vr *verifier) finalTree(r *Receipt) error {
+	if r.FinalWorkspace == nil || r.FinalWorkspace.Cid == emptyTree.CID() {
+		return nil
+	}
+	c := r.FinalWorkspace.Cid
+	if why, ok := vr.bad[c]; ok {
+		vr.canon.add("final workspace %s cannot be read: %s", c, why)
+		return nil
+	}
+	_, err := cas.LoadTree(vr.ctx, vr.st, c)
+	if err == nil {
+		return nil
+	}
+	if cerr := vr.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	why, ok := blockProblem(err)
+	switch {
+	case !ok:
+		return fmt.Errorf("verify %s: read %s: %w", vr.v.Receipt, c, err)
+	case errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt):
+		vr.markBad(c, why)
+		vr.canon.add("final workspace %s cannot be read: %s", c, why)
+	default:
+		vr.canon.add("final workspace %s is not an hg/tree@1: %v", c, err)
 	}
 	return nil
 }
@@ -1120,7 +1161,50 @@ func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
 			}
 		}
 	}
+	if why := finalWorkspaceProblem(r, chain); why != "" {
+		probs.add("%s", why)
+	}
 	vr.add(probs.check(CheckIndex, fmt.Sprintf("steps, %d evidence, %d slot calls, %d denials and the final gates agree with the chain", len(evidence), len(slotCalls), len(denied))))
+}
+
+// finalWorkspaceProblem says how the receipt's final workspace disagrees
+// with its chain, or "" if it does not. The runtime stores the final
+// workspace as it stores every snapshot: when the head of the chain is an
+// evaluation of the gates that observed the workspace, nothing has
+// changed it since, so it is that observation; when no step applied a
+// change (no mutation evidence) and no evaluation observed the
+// workspace, it is the workspace the run started from. A receipt without
+// one (made before it was recorded) has nothing to check.
+func finalWorkspaceProblem(r *Receipt, chain []*tnode) string {
+	if r.FinalWorkspace == nil || len(chain) == 0 {
+		return ""
+	}
+	head := chain[len(chain)-1]
+	if head.t.Kind == "gates" {
+		for _, ev := range head.evidence {
+			if ev != nil && ev.Kind == KindWorkspace && ev.Workspace != nil {
+				if ev.Workspace.Cid != r.FinalWorkspace.Cid {
+					return fmt.Sprintf("the final workspace is %s, but the head transition (seq %d, the last evaluation of the gates) observed %s", r.FinalWorkspace.Cid, head.t.Seq, ev.Workspace.Cid)
+				}
+				return ""
+			}
+		}
+	}
+	for _, n := range chain {
+		for _, ev := range n.evidence {
+			if ev == nil || ev.Kind == evidence.KindMutation || ev.Kind == KindWorkspace {
+				return "" // a change was applied, or observed: checked above or not at all
+			}
+		}
+	}
+	if r.Workspace == nil || r.Workspace.Cid != r.FinalWorkspace.Cid {
+		start := "none"
+		if r.Workspace != nil {
+			start = r.Workspace.Cid.String()
+		}
+		return fmt.Sprintf("the final workspace is %s, but no step applied a change to the workspace the run started from (%s)", r.FinalWorkspace.Cid, start)
+	}
+	return ""
 }
 
 // summarizeList joins the first items of list, saying how many more.
