@@ -67,6 +67,13 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("valid graph, but Waves %q does not cover %q", waves, w.Order)
 			}
 		}
+		// A directory or pin is stored or resolved by the scheduler
+		// before the object is made: here, a made-up tree.
+		for _, n := range w.Nodes {
+			if ws := n.Workspace; ws != nil && (ws.Dir != "" || ws.Pin != "") {
+				ws.Tree = cas.Sum(cas.DagCBOR, []byte("tree of "+ws.Dir+ws.Pin))
+			}
+		}
 		o, err := w.Object(pkgCIDs(w))
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +89,9 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(back, o) {
 			t.Fatalf("round trip differs")
 		}
-		if _, err := dag.FromObject(back); err != nil {
+		// A stored workspace is read back only along a needs edge, as
+		// the graph check demands.
+		if _, err := dag.FromObject(back); err != nil && graphErr == nil {
 			t.Fatalf("FromObject: %v", err)
 		}
 	})

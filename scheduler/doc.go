@@ -20,12 +20,27 @@
 // packet records the upstream receipts, and the runtime re-checks their
 // acceptance before its first step.
 //
+// # Workspaces
+//
+// A node the Work Order gives a workspace ([dag.Workspace]) works on a
+// tree: [Scheduler.Start] stores a workspace directory as a tree and
+// resolves a pin, so the stored Work Order names every workspace by its
+// tree or its upstream node, and the run, its resumption and its
+// verification need the store alone. A node whose workspace is
+// {"from": NODE} starts from the final workspace that NODE's accepted
+// receipt records ([haygent.Receipt].FinalWorkspace), and from nothing
+// else. The engine is handed the tree's blocks ([Invocation].Workspace)
+// and writes it out into a new directory; the receipt's workspace
+// snapshot must be what the package's read grants let it see of that
+// tree ([WorkspaceView]), or the receipt is not the node's work.
+//
 // # Memo cache
 //
 // The key of an invocation is the package CID, the input packet CID, the
-// permission snapshot and the adapter reference. A key that has an accepted
-// receipt is reused without running anything (like Bazel's action cache);
-// [Options.NoCache] bypasses it.
+// permission snapshot, the adapter reference and, for a node given a
+// workspace, the CID of the tree it starts from. A key that has an
+// accepted receipt is reused without running anything (like Bazel's
+// action cache); [Options.NoCache] bypasses it.
 //
 // # Durability
 //

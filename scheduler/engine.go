@@ -20,11 +20,18 @@ type Invocation struct {
 	PackageBlocks []cas.Block // every block of that tree
 	Input         map[string]any
 	Upstream      []cid.Cid // accepted receipts the input was built from
+	// Workspace is the tree the node works on, written out into a new
+	// directory (undefined: a new empty directory), and WorkspaceBlocks
+	// every block of it. The receipt's workspace snapshot must be what
+	// the package's read grants let it see of that tree.
+	Workspace       cid.Cid
+	WorkspaceBlocks []cas.Block
 	// Check, if set, re-checks an upstream receipt before the first step
 	// (engines that run in-process use it; remote ones cannot).
 	Check func(ctx context.Context, receipt cid.Cid) error
 
-	base map[cid.Cid]cas.Block // PackageBlocks by CID, when the scheduler has them
+	base   map[cid.Cid]cas.Block // PackageBlocks by CID, when the scheduler has them
+	wsBase map[cid.Cid]cas.Block // WorkspaceBlocks by CID, when the scheduler has them
 }
 
 // Outcome is what an engine returns: a receipt and every block of its
@@ -46,9 +53,8 @@ type Engine interface {
 // Local runs invocations in this process, each against a private staging
 // store.
 type Local struct {
-	Key       ed25519.PrivateKey
-	Adapter   haygent.Adapter
-	Workspace func(node string) (string, error) // nil: a new empty directory per node
+	Key     ed25519.PrivateKey
+	Adapter haygent.Adapter
 	// StoreDir is the directory of the hg store the run belongs to: if a
 	// node's workspace holds it, no step sees or changes it
 	// (haygent.Options.StoreDir).
@@ -69,10 +75,13 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	}
 	stg := newStaging(base)
 	ws := ""
-	if l.Workspace != nil {
-		if ws, err = l.Workspace(inv.Node); err != nil {
+	if inv.Workspace.Defined() {
+		dir, remove, err := materialize(ctx, inv)
+		if err != nil {
 			return Outcome{}, fmt.Errorf("workspace: %w", err)
 		}
+		defer remove()
+		ws = dir
 	}
 	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
 		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, StoreDir: l.StoreDir, PackageCID: inv.Package,

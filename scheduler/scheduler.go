@@ -65,11 +65,11 @@ type Options struct {
 	Jobs    int                 // nodes run at once; 0 means 1
 	NoCache bool                // bypass the memo cache
 	Adapter haygent.Adapter     // answers slots
-	// Workspace, if set, returns the workspace directory of a node; by
-	// default each node gets a new empty directory.
-	Workspace func(node string) (string, error)
+	// StoreDir is the directory of the store, when it has one: a
+	// workspace directory that holds it is stored without it.
+	StoreDir string
 	// Engine runs the invocations; nil means [Local] with Key, Adapter
-	// and Workspace.
+	// and StoreDir.
 	Engine Engine
 	// Events, if set, is told of every change of a node's state.
 	Events func(Event)
@@ -147,6 +147,9 @@ func Load(path string) (*Plan, error) {
 		return schema, nil
 	})
 	if err := wo.Validate(res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkWorkspaceDirs(wo, dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	byDir := map[string]*haygent.Package{}
@@ -264,7 +267,13 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 		}
 		nodes[plan.WorkOrder.Nodes[name].Haygent] = c
 	}
-	obj, err := plan.WorkOrder.Object(nodes)
+	// Workspace directories are stored and pins resolved now: the stored
+	// Work Order names every workspace by its tree.
+	wo, err := storeWorkspaces(ctx, st, plan, s.opts.StoreDir)
+	if err != nil {
+		return "", err
+	}
+	obj, err := wo.Object(nodes)
 	if err != nil {
 		return "", err
 	}
@@ -330,8 +339,15 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	// Each node runs the package the stored Work Order names, or not at
 	// all: a package directory edited since Start hashes to another tree.
 	packages := make(map[string]cid.Cid, len(obj.Nodes))
+	var workspaces map[string]*dag.ObjectWorkspace // as the stored Work Order names them
 	for _, n := range obj.Nodes {
 		packages[n.Name] = n.Haygent.Cid
+		if n.Workspace != nil {
+			if workspaces == nil {
+				workspaces = map[string]*dag.ObjectWorkspace{}
+			}
+			workspaces[n.Name] = n.Workspace
+		}
 	}
 	for i := range rec.Nodes {
 		switch rec.Nodes[i].State {
@@ -387,7 +403,7 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &execution{s: s, plan: plan, rec: rec, packages: packages, outputs: map[string]map[string]any{}, cancel: cancel, regressed: regressed}
+	e := &execution{s: s, plan: plan, rec: rec, packages: packages, workspaces: workspaces, outputs: map[string]map[string]any{}, cancel: cancel, regressed: regressed}
 	for _, n := range tripped {
 		e.emit(n)
 	}
@@ -453,6 +469,9 @@ type execution struct {
 
 	packages  map[string]cid.Cid // the package tree of each node, as the stored Work Order names it
 	regressed map[cid.Cid]bool   // receipts a regression event of the run took back
+	// workspaces is each node's workspace as the stored Work Order names
+	// it (nil for a run where no node has one).
+	workspaces map[string]*dag.ObjectWorkspace
 
 	mu  sync.Mutex
 	rec *Record
@@ -463,7 +482,15 @@ type execution struct {
 	// made the collector mark 100 MB more at each cycle.
 	outputs   map[string]map[string]any
 	consumers map[string]int
+	// trees holds the final workspaces of done nodes that some node yet
+	// to start works on; wsReaders counts those nodes, by node. A tree is
+	// dropped once its last reader has started, as outputs are.
+	trees     map[string]*wsTree
+	wsReaders map[string]int
 	cancel    context.CancelFunc
+
+	storedMu sync.Mutex
+	stored   map[cid.Cid]*wsTree // the trees the Work Order names, read once
 
 	pkgMu    sync.Mutex
 	pkgCache map[string]pkgBlocks // by package directory
@@ -521,6 +548,8 @@ type result struct {
 	attempted bool
 	output    map[string]any // the accepted output document, when done
 	cancelled bool
+	final     cid.Cid // the receipt's final workspace, when done
+	tree      *wsTree // that tree, when a node yet to start works on it
 }
 
 func (e *execution) emit(n *NodeRecord) {
@@ -624,7 +653,7 @@ func (e *execution) run(ctx context.Context) (*Record, error) {
 			e.mu.Lock()
 			active--
 			e.applyLocked(r)
-			r.output = nil // held by e.outputs while needed, not until the commit
+			r.output, r.tree = nil, nil // held by e.outputs and e.trees while needed, not until the commit
 			pending = append(pending, r)
 		}
 	}
@@ -761,6 +790,12 @@ func (e *execution) countConsumers() {
 		for _, up := range wo.Upstream(name) {
 			e.consumers[up]++
 		}
+		if ws := e.workspaces[name]; ws != nil && ws.From != "" {
+			if e.wsReaders == nil {
+				e.wsReaders, e.trees = map[string]int{}, map[string]*wsTree{}
+			}
+			e.wsReaders[ws.From]++
+		}
 	}
 }
 
@@ -772,6 +807,12 @@ func (e *execution) consumed(name string) {
 		if e.consumers[up]--; e.consumers[up] <= 0 {
 			delete(e.consumers, up)
 			delete(e.outputs, up)
+		}
+	}
+	if ws := e.workspaces[name]; ws != nil && ws.From != "" {
+		if e.wsReaders[ws.From]--; e.wsReaders[ws.From] <= 0 {
+			delete(e.wsReaders, ws.From)
+			delete(e.trees, ws.From)
 		}
 	}
 }
@@ -862,7 +903,7 @@ func (e *execution) loadMemoIndex(ctx context.Context) error {
 func (e *execution) loadDone(ctx context.Context) error {
 	var done []*NodeRecord
 	for i := range e.rec.Nodes {
-		if n := &e.rec.Nodes[i]; n.State == dag.Done && e.consumers[n.Name] > 0 {
+		if n := &e.rec.Nodes[i]; n.State == dag.Done && (e.consumers[n.Name] > 0 || e.wsReaders[n.Name] > 0) {
 			done = append(done, n)
 		}
 	}
@@ -875,11 +916,21 @@ func (e *execution) loadDone(ctx context.Context) error {
 	}
 	defer st.Close()
 	for _, n := range done {
-		out, err := outputOf(ctx, st, n.Receipt.Cid)
+		r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+		if err != nil {
+			return fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		out, err := receiptOutput(ctx, st, n.Receipt.Cid, r)
 		if err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
 		}
 		e.outputs[n.Name] = out
+		if e.wsReaders[n.Name] > 0 && r.FinalWorkspace != nil {
+			// A node that works on it and finds none fails, naming it.
+			if e.trees[n.Name], err = storedTree(ctx, st, r.FinalWorkspace.Cid); err != nil {
+				return fmt.Errorf("node %q: final workspace: %w", n.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -940,10 +991,26 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	input, err := wo.Nodes[name].Resolve(func(from, pointer string) (any, error) {
 		return dag.Lookup(outputs[from], pointer)
 	})
+	// The workspace: a tree the Work Order names, or the final workspace
+	// of the upstream node it names, which its accepted receipt records.
+	ws := e.workspaces[name]
+	var given *wsTree
+	if ws != nil && ws.From != "" {
+		given = e.trees[ws.From]
+	}
+	readers := e.wsReaders[name]
 	e.consumed(name)
 	e.mu.Unlock()
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
+	}
+	switch {
+	case ws != nil && ws.From != "" && given == nil:
+		return fail(dag.Failed, "workspace: upstream %s's accepted receipt records no final workspace", ws.From)
+	case ws != nil && ws.Tree != nil:
+		if given, err = e.storedTree(ctx, ws.Tree.Cid); err != nil {
+			return fail(dag.Failed, "workspace: %v", err)
+		}
 	}
 	// The memo key: package, input, permissions, adapter.
 	pb, err := e.packageBlocks(ctx, pkg)
@@ -964,6 +1031,11 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
+	if given != nil {
+		// The tree the node starts from is part of its work; a node
+		// given none keeps the key it always had.
+		fmt.Fprintf(h, "workspace %s\n", given.root)
+	}
 	res.memoKey = hex.EncodeToString(h.Sum(nil))
 	if !e.s.opts.NoCache {
 		e.mu.Lock()
@@ -974,20 +1046,39 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 			hit, ok = e.memo(ctx, stored)
 		}
 		if ok && !e.regressed[hit.receipt] {
-			res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
-			return res
+			// A node that others work on hands on its final workspace:
+			// an entry that cannot is not reused.
+			var tree *wsTree
+			if readers > 0 {
+				tree = e.memoTree(ctx, hit, pb.index)
+			}
+			if readers == 0 || tree != nil {
+				res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
+				res.final, res.tree = hit.final, tree
+				return res
+			}
 		}
+	}
+	// What the node must find: what its read grants let it see of the
+	// tree it is given, or the empty tree.
+	wantWorkspace := emptyWorkspace
+	inv := Invocation{
+		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
+		Input: input, Upstream: upstream,
+		Check: func(_ context.Context, c cid.Cid) error { return e.checkUpstream(name, c) },
+		base:  pb.index,
+	}
+	if given != nil {
+		if wantWorkspace, err = WorkspaceView(ctx, blockReader(ctx, given.index, nil), given.root, pkg.Permissions); err != nil {
+			return fail(dag.Failed, "workspace: %v", err)
+		}
+		inv.Workspace, inv.WorkspaceBlocks, inv.wsBase = given.root, given.blocks, given.index
 	}
 	e.s.mu.Lock()
 	e.s.ranNodes++
 	e.s.mu.Unlock()
 	res.attempted = true
-	out, err := e.engine().Invoke(ctx, Invocation{
-		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
-		Input: input, Upstream: upstream,
-		Check: func(_ context.Context, c cid.Cid) error { return e.checkUpstream(name, c) },
-		base:  pb.index,
-	})
+	out, err := e.engine().Invoke(ctx, inv)
 	if err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
@@ -1024,7 +1115,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	// The receipt must be for this node's work: its package and its input,
 	// whatever engine ran it.
-	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData, NodeRunID(e.rec.Run, name), upstream))
+	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData, NodeRunID(e.rec.Run, name), upstream, wantWorkspace))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
@@ -1061,6 +1152,15 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		return fail(dag.Failed, "output: receipt %s has no output", out.Receipt)
 	}
 	res.output = v.Output.Payload
+	if f := v.Object.FinalWorkspace; f != nil {
+		res.final = f.Cid
+		if readers > 0 {
+			// Verified with the rest of the work: its blocks are there.
+			if res.tree, err = treeFrom(f.Cid, packedIndex(res.blocks), pb.index); err != nil {
+				return fail(dag.Failed, "final workspace: %v", err)
+			}
+		}
+	}
 	res.state = dag.Done
 	return res
 }
@@ -1068,11 +1168,14 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 type memoHit struct {
 	receipt, accept cid.Cid
 	output          map[string]any
+	final           cid.Cid    // the receipt's final workspace, if it records one
+	blocks          cas.Packed // the work's blocks, for an entry this run made and has not stored yet
 }
 
-// sameWork checks that a verified receipt is for the package and input
-// the node asked for.
-func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid) CheckRec {
+// sameWork checks that a verified receipt is for the package, input and
+// workspace the node asked for: its workspace snapshot is workspace, what
+// the package's read grants let it see of the tree it was given.
+func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid, workspace cid.Cid) CheckRec {
 	c := CheckRec{Name: "same work"}
 	switch {
 	case v.Object == nil:
@@ -1097,8 +1200,69 @@ func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, up
 		c.Detail = "the receipt's input is not the node's input"
 		return c
 	}
+	if v.Object.Workspace == nil || v.Object.Workspace.Cid != workspace {
+		got := "none"
+		if v.Object.Workspace != nil {
+			got = v.Object.Workspace.Cid.String()
+		}
+		c.Detail = fmt.Sprintf("the receipt's workspace is %s, the node was given %s", got, workspace)
+		return c
+	}
 	c.OK, c.Detail = true, "package "+pkg.String()+" on the node's input"
+	if workspace != emptyWorkspace {
+		c.Detail += " and workspace " + workspace.String()
+	}
 	return c
+}
+
+// storedTree reads a tree the Work Order names from the store, once per
+// execution.
+func (e *execution) storedTree(ctx context.Context, c cid.Cid) (*wsTree, error) {
+	e.storedMu.Lock()
+	defer e.storedMu.Unlock()
+	if t, ok := e.stored[c]; ok {
+		return t, nil
+	}
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	t, err := storedTree(ctx, st, c)
+	if err != nil {
+		return nil, err
+	}
+	if e.stored == nil {
+		e.stored = map[cid.Cid]*wsTree{}
+	}
+	e.stored[c] = t
+	return t, nil
+}
+
+// memoTree returns the final workspace of a memo hit, from the blocks of
+// work this run has not stored yet or from the store; nil if it has none
+// or it cannot be read.
+func (e *execution) memoTree(ctx context.Context, hit memoHit, base map[cid.Cid]cas.Block) *wsTree {
+	if !hit.final.Defined() {
+		return nil
+	}
+	if hit.blocks.Len() > 0 {
+		t, err := treeFrom(hit.final, packedIndex(hit.blocks), base)
+		if err != nil {
+			return nil
+		}
+		return t
+	}
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	t, err := storedTree(ctx, st, hit.final)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // engine returns the configured engine, or a local one.
@@ -1107,7 +1271,7 @@ func (e *execution) engine() Engine {
 		return e.s.opts.Engine
 	}
 	plan := e.plan
-	return &Local{Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, Workspace: e.s.opts.Workspace,
+	return &Local{Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, StoreDir: e.s.opts.StoreDir,
 		Package: func(inv Invocation) (*haygent.Package, error) {
 			p, ok := plan.Packages[inv.Node]
 			if !ok {
@@ -1142,7 +1306,11 @@ func (e *execution) memo(ctx context.Context, c cid.Cid) (memoHit, bool) {
 	if err != nil {
 		return memoHit{}, false
 	}
-	return memoHit{receipt: acc.Receipt.Cid, accept: c, output: out}, true
+	hit := memoHit{receipt: acc.Receipt.Cid, accept: c, output: out}
+	if r.FinalWorkspace != nil {
+		hit.final = r.FinalWorkspace.Cid
+	}
+	return hit, true
 }
 
 // checkUpstream is the runtime's re-check of an upstream receipt of node
@@ -1223,11 +1391,16 @@ func (e *execution) applyLocked(r result) {
 		if e.consumers[r.node] > 0 {
 			e.outputs[r.node] = r.output
 		}
+		if e.wsReaders[r.node] > 0 && r.tree != nil {
+			e.trees[r.node] = r.tree
+		}
 		if !r.memo && r.memoKey != "" && !e.s.opts.NoCache {
 			if e.memoRun == nil {
 				e.memoRun = map[string]memoHit{}
 			}
-			e.memoRun[r.memoKey] = memoHit{receipt: r.receipt, accept: r.accept, output: r.output}
+			// Its blocks are held until the commit, which drops the
+			// entry: a hit meanwhile finds its final workspace there.
+			e.memoRun[r.memoKey] = memoHit{receipt: r.receipt, accept: r.accept, output: r.output, final: r.final, blocks: r.blocks}
 		}
 	}
 	e.emit(n)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/perm"
 	"github.com/ipfs/go-cid"
 )
 
@@ -105,8 +107,13 @@ func (v *RunVerification) Transitions() int {
 //     has one; a done node's receipt is a PASS.
 //   - per node, "place in the run": a done node's receipt ran the node's
 //     package on the node's input as the Work Order builds it from the
-//     upstream receipts' outputs, with those upstream receipts recorded; a
-//     receipt the run made itself (not a memo hit) names this run and node.
+//     upstream receipts' outputs, with those upstream receipts recorded,
+//     and on the workspace the Work Order gives it: its workspace snapshot
+//     is what the package's read grants (its permissions.json) let it see
+//     of the tree the Work Order names, or of the final workspace the
+//     receipt of the upstream node it names records, rebuilt here from
+//     the stored trees; the empty tree for a node given none. A receipt
+//     the run made itself (not a memo hit) names this run and node.
 //
 // Nodes are verified on every core; each receipt is verified once however
 // many receipts name it. err is only for the store or ctx.
@@ -172,6 +179,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		known[pkg] = err == nil
 	}
 	cv := haygent.NewChainVerifier(st, trusted, known)
+	perms := &permCache{st: st}
 	v.Nodes = make([]NodeVerification, len(rec.Nodes))
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -193,7 +201,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 					return
 				}
 				for i := k * signatureBatch; i < min((k+1)*signatureBatch, len(rec.Nodes)); i++ {
-					if err := verifyNode(ctx, st, cv, rec, wo, packages, events, i, &v.Nodes[i]); err != nil {
+					if err := verifyNode(ctx, st, cv, perms, rec, wo, packages, events, i, &v.Nodes[i]); err != nil {
 						select {
 						case errs <- err:
 						default:
@@ -321,7 +329,7 @@ func summarize(list []string) string {
 }
 
 // verifyNode fills out the verification of node i of the record.
-func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, events map[string][]RunEvent, i int, out *NodeVerification) error {
+func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, events map[string][]RunEvent, i int, out *NodeVerification) error {
 	n := rec.Nodes[i]
 	out.Node, out.State = n.Name, n.State
 	// A node that events moved, or that only an event can have moved,
@@ -347,7 +355,7 @@ func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, re
 	out.Verification = rv
 	out.Checks = append(out.Checks, rv.Checks...)
 	out.Transitions, out.Blocks = rv.Transitions, rv.Blocks
-	place, err := placeCheck(ctx, cv, rec, wo, packages, n, rv)
+	place, err := placeCheck(ctx, st, cv, perms, rec, wo, packages, n, rv)
 	if err != nil {
 		return err
 	}
@@ -390,9 +398,10 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygen
 
 // placeCheck checks that a done node's receipt is the node's work in this
 // run: its package, its input as the Work Order builds it from the
-// upstream receipts' outputs, those upstream receipts, and, unless it is a
-// memo hit, this run and node.
-func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
+// upstream receipts' outputs, those upstream receipts, its workspace as
+// the Work Order gives it, and, unless it is a memo hit, this run and
+// node.
+func placeCheck(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
 	c := haygent.Check{Name: CheckPlace}
 	if n.State != dag.Done {
 		c.OK, c.Detail = true, "not checked: the node is "+n.State
@@ -456,8 +465,128 @@ func placeCheck(ctx context.Context, cv *haygent.ChainVerifier, rec *Record, wo 
 		c.Detail = "the receipt's input is not the one the work order builds from the upstream outputs"
 		return c, nil
 	}
+	wantWS, why, err := expectedWorkspace(ctx, st, cv, perms, rec, wo.Nodes[n.Name].Workspace, pkg)
+	if err != nil {
+		return c, err
+	}
+	if why != "" {
+		c.Detail = why
+		return c, nil
+	}
+	if r.Workspace == nil || r.Workspace.Cid != wantWS {
+		got := "none"
+		if r.Workspace != nil {
+			got = r.Workspace.Cid.String()
+		}
+		c.Detail = fmt.Sprintf("the receipt's workspace is %s, what the work order gives the node is %s", got, wantWS)
+		return c, nil
+	}
 	c.OK, c.Detail = true, fmt.Sprintf("package and input of node %s, built from %d upstream receipts", n.Name, len(needs))
+	if wantWS != emptyWorkspace {
+		c.Detail += ", on workspace " + wantWS.String()
+	}
 	return c, nil
+}
+
+// expectedWorkspace rebuilds the workspace snapshot a node's receipt must
+// hold: the empty tree for a node given none, else what the package's
+// read grants let it see of the tree the Work Order gives it, or of the
+// final workspace its upstream node's receipt records. why says what
+// cannot be rebuilt; err is only for ctx.
+func expectedWorkspace(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, ws *dag.Workspace, pkg cid.Cid) (want cid.Cid, why string, err error) {
+	var given cid.Cid
+	switch {
+	case ws == nil:
+		return emptyWorkspace, "", nil
+	case ws.From != "":
+		u := rec.node(ws.From)
+		if u == nil || u.State != dag.Done || u.Receipt == nil {
+			return cid.Undef, fmt.Sprintf("it works on the final workspace of %s, which is not done", ws.From), nil
+		}
+		uv, err := cv.Verify(ctx, u.Receipt.Cid)
+		if err != nil {
+			return cid.Undef, "", err
+		}
+		if uv == nil || uv.Object == nil || uv.Object.FinalWorkspace == nil {
+			return cid.Undef, fmt.Sprintf("it works on the final workspace of %s, whose receipt records none", ws.From), nil
+		}
+		given = uv.Object.FinalWorkspace.Cid
+	default:
+		given = ws.Tree
+	}
+	set, why := perms.get(ctx, pkg)
+	if why != "" {
+		return cid.Undef, why, ctx.Err()
+	}
+	want, err = WorkspaceView(ctx, blockReader(ctx, nil, st), given, set)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cid.Undef, "", ctx.Err()
+		}
+		return cid.Undef, fmt.Sprintf("its workspace %s cannot be read: %v", given, err), nil
+	}
+	return want, "", nil
+}
+
+// permCache reads the permissions of package trees, each once.
+type permCache struct {
+	st cas.Store
+	mu sync.Mutex
+	m  map[cid.Cid]permEntry
+}
+
+type permEntry struct {
+	set *perm.Set
+	why string
+}
+
+// get returns the permissions the package tree pkg declares, or why they
+// cannot be read.
+func (p *permCache) get(ctx context.Context, pkg cid.Cid) (*perm.Set, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.m[pkg]; ok {
+		return e.set, e.why
+	}
+	var e permEntry
+	data, err := readTreeFile(ctx, p.st, pkg, haygent.PermissionsFile)
+	if err == nil {
+		e.set, err = perm.Parse(data)
+	}
+	if err != nil {
+		e.why = fmt.Sprintf("the permissions of package %s cannot be read: %v", pkg, err)
+	}
+	if ctx.Err() != nil {
+		return nil, e.why // not remembered
+	}
+	if p.m == nil {
+		p.m = map[cid.Cid]permEntry{}
+	}
+	p.m[pkg] = e
+	return e.set, e.why
+}
+
+// readTreeFile reads the file name at the top of the tree c, up to the
+// block limit.
+func readTreeFile(ctx context.Context, st cas.Store, c cid.Cid, name string) ([]byte, error) {
+	t, err := cas.LoadTree(ctx, st, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range t.Entries {
+		if e.Name != name {
+			continue
+		}
+		if e.Kind != cas.KindFile || e.Size > cas.MaxBlockSize {
+			return nil, fmt.Errorf("%s is not a file of at most %d bytes", name, cas.MaxBlockSize)
+		}
+		var buf bytes.Buffer
+		if _, err := cas.ReadFile(ctx, st, e.Link.Cid, &buf, nil); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	return nil, fmt.Errorf("no %s", name)
 }
 
 // linkCIDs returns the CIDs of links.

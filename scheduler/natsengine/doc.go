@@ -104,8 +104,9 @@
 //
 // # Limits
 //
-// Workers do not share the scheduler's workspace: each invocation gets a
-// new empty directory unless [WorkerOptions.Workspace] says otherwise.
+// Workspaces do not travel to workers: each invocation gets a new empty
+// directory, and the engine refuses to queue one whose node the Work
+// Order gives a workspace.
 // The memo key the scheduler computes names its own adapter, not the
 // worker's. Unpacked packages are kept until Serve returns. Who may
 // publish or subscribe on the subjects is NATS's business (accounts and

@@ -161,6 +161,11 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: engine closed", inv.Node)
 	default:
 	}
+	if inv.Workspace.Defined() {
+		// A worker would run it in an empty directory, and the scheduler
+		// refuse the receipt: said now, before anything is queued.
+		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: its workspace %s does not travel to workers: run the Work Order without --nats", inv.Node, inv.Workspace)
+	}
 	id := newID()
 	w := &waiter{events: make(chan event, 8), done: make(chan struct{})}
 	e.mu.Lock()

@@ -32,9 +32,6 @@ type WorkerOptions struct {
 	Jobs int
 	// Adapter answers slots; nil makes every slot call fail.
 	Adapter haygent.Adapter
-	// Workspace, if set, returns the workspace directory of a node; by
-	// default each invocation gets a new empty directory.
-	Workspace func(node string) (string, error)
 	// MaxDeliver bounds how many times an invocation is handed out (to
 	// this or another worker) when workers die or cannot publish its
 	// outcome; default 3. It is a setting of the shared consumer: the
@@ -220,7 +217,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	var out scheduler.Outcome
 	if err == nil {
 		inv.PackageBlocks = ent.blocks
-		local := &scheduler.Local{Key: w.o.Key, Adapter: w.o.Adapter, Workspace: w.o.Workspace,
+		local := &scheduler.Local{Key: w.o.Key, Adapter: w.o.Adapter,
 			Package: func(scheduler.Invocation) (*haygent.Package, error) { return ent.pkg, nil }}
 		out, err = local.Invoke(runCtx, inv)
 	}
