@@ -5,11 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/internal/textsafe"
+	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
 )
@@ -162,12 +168,19 @@ func putTree(ctx context.Context, g *globals, st cas.Store, path string) (cid.Ci
 func newGetCmd(g *globals) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "get CID|PIN [-o PATH]",
+		Use:   "get CID|PIN|RUN/NODE [-o PATH]",
 		Short: "write a file to stdout or PATH, or a tree into the directory PATH",
 		Long: `Write the file CID to standard output, or to PATH with -o (replaced
 atomically), or the tree CID into the directory PATH, which must not exist or
 be empty. Every block is verified before its bytes are used; a damaged block
 stops the command with exit code 4 and leaves nothing at PATH.
+
+RUN/NODE is the final workspace of a node of a run: the tree its receipt
+records as the workspace it left, which a Work Order hands on to the nodes
+that start from it ({"from": NODE}). RUN is a run id, or the pin or CID of
+a run record (a run imported from a bundle with 'hg bundle import --pin').
+A node that is not done is written too, with a hint that its receipt was
+not accepted work.
 
 If PATH is a symlink, the file or tree is written where it points, as cp and
 git clone do, and the link itself is kept; the same rules apply there (a
@@ -182,6 +195,10 @@ tree needs an empty or missing directory). A symlink to nothing is refused.`,
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
 				c, err := resolve(ctx, st, args[0])
+				if i := strings.LastIndex(args[0], "/"); err != nil && i > 0 {
+					// Not a pin: RUN/NODE.
+					c, err = nodeFinalWorkspace(ctx, g, st, args[0][:i], args[0][i+1:])
+				}
 				if err != nil {
 					return err
 				}
@@ -223,6 +240,105 @@ tree needs an empty or missing directory). A symlink to nothing is refused.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `PATH` instead of stdout (required for a tree)")
 	return cmd
+}
+
+// nodeFinalWorkspace returns the final workspace the receipt of node of
+// run records; run is a run id, or the pin or CID of a run record. A node
+// that is not done has a receipt that was not accepted (a HALT, a
+// rejected one): said on stderr.
+func nodeFinalWorkspace(ctx context.Context, g *globals, st cas.Store, run, node string) (cid.Cid, error) {
+	rec, _, err := scheduler.LoadRecord(ctx, st, run)
+	if err != nil {
+		c, rerr := resolve(ctx, st, run)
+		if rerr != nil {
+			if scheduler.CheckRunID(run) == nil {
+				return cid.Undef, err
+			}
+			return cid.Undef, usageError{errors.New(textsafe.Sprintf("%q is neither a CID, a pin nor RUN/NODE", run+"/"+node))}
+		}
+		if rec, err = scheduler.LoadRecordAt(ctx, st, c); err != nil {
+			return cid.Undef, err
+		}
+		run = rec.Run
+	}
+	for _, n := range rec.Nodes {
+		if n.Name != node {
+			continue
+		}
+		if n.Receipt == nil {
+			return cid.Undef, errors.New(textsafe.Sprintf("node %s of run %s has no receipt (it is %s): it left no workspace", node, run, n.State))
+		}
+		r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+		if err != nil {
+			return cid.Undef, err
+		}
+		if r.FinalWorkspace == nil {
+			return cid.Undef, errors.New(textsafe.Sprintf("the receipt %s of node %s records no final workspace (it was made before receipts recorded one)", n.Receipt.Cid, node))
+		}
+		if n.State != dag.Done {
+			g.ui.hintf("%s", textsafe.Sprintf("node %s of run %s is %s: its receipt %s is not accepted work", node, run, n.State, n.Receipt.Cid))
+		}
+		return r.FinalWorkspace.Cid, nil
+	}
+	return cid.Undef, errors.New(textsafe.Sprintf("run %s has no node %q", run, node))
+}
+
+// checkOutDirs checks, before a run, that hg run --out can write the
+// final workspace of each of nodes to DIR/NODE: outside the store, and
+// each a missing or empty directory.
+func checkOutDirs(g *globals, dir string, nodes []string) error {
+	if err := outsideStore(g, dir); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		p := filepath.Join(dir, n)
+		if ents, err := os.ReadDir(p); err == nil && len(ents) > 0 {
+			return usageError{errors.New(textsafe.Sprintf("--out %s: %s exists and is not empty", dir, p))}
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return usageError{fmt.Errorf("--out %s: %w", dir, err)}
+		}
+	}
+	return nil
+}
+
+// writeOutcomeTrees writes the final workspace of each of the outcome's
+// nodes that is done to DIR/NODE, and says which it could not.
+func writeOutcomeTrees(ctx context.Context, g *globals, rec *scheduler.Record, nodes []string, dir string, asJSON bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return g.withStore(true, func(st cas.Store) error {
+		for _, name := range nodes {
+			var n *scheduler.NodeRecord
+			for i := range rec.Nodes {
+				if rec.Nodes[i].Name == name {
+					n = &rec.Nodes[i]
+				}
+			}
+			if n == nil || n.State != dag.Done {
+				state := "missing"
+				if n != nil {
+					state = n.State
+				}
+				g.ui.hintf("%s", textsafe.Sprintf("--out: node %s is %s: no final workspace written for it", name, state))
+				continue
+			}
+			c, err := nodeFinalWorkspace(ctx, g, st, rec.Run, name)
+			if err != nil {
+				return err
+			}
+			p := filepath.Join(dir, name)
+			if err := cas.GetTree(ctx, st, c, p, nil); err != nil {
+				return err
+			}
+			if asJSON {
+				_ = g.ui.printJSON(map[string]any{"run": rec.Run, "event": "written", "node": name, "tree": c.String(), "dir": p})
+			} else {
+				g.ui.printSafe("wrote the final workspace of %s (%s) to %s\n", name, c, p)
+			}
+		}
+		return nil
+	})
 }
 
 // writeOut runs write against stdout (path "" or "-"), straight into path

@@ -34,11 +34,11 @@ func newRunCmd(g *globals) *cobra.Command {
 		jobs                    int
 		noCache, dryRun, asJSON bool
 		adapterSpec, model      string
-		runID, answers          string
+		runID, answers, out     string
 		remote                  remoteFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--answers FILE] [--json]",
+		Use:   "run WORKORDER.json [-j N] [--no-cache] [--dry-run] [--answers FILE] [--out DIR] [--json]",
 		Short: "run a Work Order: a DAG of Haygents that advances only on accepted receipts",
 		Long: `Validate the Work Order (unknown Haygents, unknown needs, cycles, pointers
 into fields an upstream output contract lacks) and run it: each node is
@@ -58,7 +58,13 @@ other than the one the belief log binds, is refused (exit 2) before
 anything runs; the log changes only through 'hg belief retract' or 'hg
 belief assert'. A run that reaches its outcome writes the answers it used
 into the belief log (see 'hg belief'), so the next order of the class asks
-none of them.`,
+none of them.
+
+A node may name its workspace: a directory (stored as a tree when the run
+starts), a stored tree ({"tree": CID} or {"pin": NAME}), or the final
+workspace of a node it needs ({"from": NODE}). With --out DIR, the final
+workspace of each node the outcome requires is written to DIR/NODE once
+the run ends ('hg get RUN/NODE -o DIR' writes any node's).`,
 		Args: exactArgs(1, "one WORKORDER.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkJobs(jobs); err != nil {
@@ -79,10 +85,15 @@ none of them.`,
 				}
 				return nil
 			}
+			if out != "" {
+				if err := checkOutDirs(g, out, plan.WorkOrder.Required()); err != nil {
+					return err
+				}
+			}
 			if err := clarify(cmd.Context(), g, plan, answers, asJSON); err != nil {
 				return err
 			}
-			return runPlan(cmd.Context(), g, plan, runID, false, false, jobs, noCache, asJSON, adapterSpec, model, &remote)
+			return runPlan(cmd.Context(), g, plan, runID, false, false, jobs, noCache, asJSON, adapterSpec, model, &remote, out)
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -93,6 +104,7 @@ none of them.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "stream node events and the outcome as JSON lines")
 	cmd.Flags().StringVar(&adapterSpec, "adapter", "", "who answers slots: script:FILE, exec:CMD or openai")
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
+	cmd.Flags().StringVar(&out, "out", "", "write the final workspace of each node the outcome requires to `DIR`/NODE")
 	remote.register(cmd)
 	return cmd
 }
@@ -131,7 +143,7 @@ TEXT'. Deleted and rewritten nodes never run again.`,
 				return err
 			}
 			defer cleanup()
-			return runPlan(cmd.Context(), g, plan, args[0], true, retry, jobs, noCache, asJSON, adapterSpec, model, &remote)
+			return runPlan(cmd.Context(), g, plan, args[0], true, retry, jobs, noCache, asJSON, adapterSpec, model, &remote, "")
 		},
 	}
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes at once")
@@ -144,7 +156,7 @@ TEXT'. Deleted and rewritten nodes never run again.`,
 	return cmd
 }
 
-func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume, retry bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags) error {
+func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, resume, retry bool, jobs int, noCache, asJSON bool, adapterSpec, model string, remote *remoteFlags, out string) error {
 	defer gcpolicy.Apply()()
 	adapter, err := newAdapter(adapterSpec, model)
 	if err != nil {
@@ -158,7 +170,7 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 	if err != nil {
 		return err
 	}
-	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter, Retry: retry}
+	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter, Retry: retry, StoreDir: dir}
 	// --nats and --trust (cmd_worker.go): remote workers and their keys.
 	closeRemote, err := remote.apply(&opts)
 	if err != nil {
@@ -225,6 +237,11 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		}
 		for _, b := range breakers {
 			g.ui.printSafe("  breaker open %s: 'hg breaker reset %s %s --why TEXT' lets it run again\n", b, run, b)
+		}
+	}
+	if out != "" {
+		if err := writeOutcomeTrees(ctx, g, rec, plan.WorkOrder.Required(), out, asJSON); err != nil {
+			return err
 		}
 	}
 	switch rec.Status {
