@@ -6,6 +6,8 @@
 // A store is a directory (the CLI's .haygent/) made by [Init], holding:
 //
 //	store.db   the bbolt database
+//	packs/     the pack files, NNNNNNNN.pack, each with its sidecar
+//	           NNNNNNNN.packidx, and inline.packidx (sidecar.go)
 //	holder     "pid 1234 (hg put big.iso) since 2026-11-29T22:00:00Z":
 //	           who has the store open for writing; present only while a
 //	           writer holds it (or after a writer was killed)
@@ -69,7 +71,12 @@
 // entries, the packs' counts and files, the pins and refs. [Open] reads
 // what bbolt would trust at once before bbolt does (dbfile.go), and every
 // panic or fault of bbolt's becomes an error wrapping [ErrDamaged].
-// [Repair] rebuilds a damaged database from what can still be read of it.
+// [Repair] rebuilds a damaged database from what can still be read of it,
+// and rebuilds the index entries it lacks from the sidecars: beside each
+// pack, an append-only record of the CID, offset and length of every
+// block written into it (and, for blocks kept inline, one file of their
+// records with their bytes), each record checked against the bytes it
+// points at before it counts.
 //
 // # Testing
 //
@@ -608,6 +615,8 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		buf := getWriteBuf(min(smallBytes, writeBufMax))
 		defer func() { putWriteBuf(buf) }()
 		var scratch []byte // aligned copies for direct writes
+		var recs []byte    // the sidecar records of the blocks written to cur
+		var inl []byte     // the records of the blocks kept inline
 		var bufAt uint64
 		flushBuf := func() error {
 			if len(buf) == 0 {
@@ -629,14 +638,20 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			data := b.Data()
 			if len(data) < packMin || len(data) < packBuffered && !packSmall {
 				values[i] = inlineValue(data)
+				inl = appendInlineRecord(inl, b.CID(), data)
 				continue
 			}
 			if ps.end >= packMax {
 				if err := flushBuf(); err != nil {
 					return fmt.Errorf("write pack %d: %w", cur, err)
 				}
+				if err := s.packs.appendSidecar(cur, recs); err != nil {
+					return err
+				}
+				recs = recs[:0]
 				stats[cur] = ps
 				s.packs.closeDirect(cur) // full: no more writes to it
+				s.packs.closeSidecar(cur)
 				cur++
 				ps, _ = getPackStat(tx, cur)
 				f = nil
@@ -680,6 +695,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				}
 			}
 			loc := location{pack: cur, offset: off, length: uint64(len(data))}
+			recs = appendRecord(recs, b.CID(), loc)
 			ps.end = off + span
 			ps.live++
 			ps.liveBytes += loc.length
@@ -698,11 +714,17 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				return fmt.Errorf("put block %s: %w", blocks[i].CID(), err)
 			}
 		}
+		if err := s.packs.appendInline(inl); err != nil {
+			return err
+		}
 		if len(written) == 0 {
 			return ctx.Err()
 		}
 		if err := flushBuf(); err != nil {
 			return fmt.Errorf("write pack %d: %w", cur, err)
+		}
+		if err := s.packs.appendSidecar(cur, recs); err != nil {
+			return err
 		}
 		stats[cur] = ps
 		for _, f := range written {

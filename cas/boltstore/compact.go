@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -122,6 +123,8 @@ func (s *Store) Compact(ctx context.Context, opts *cas.CompactOptions) (st cas.C
 		return st, fmt.Errorf("compact %s: %w", s.dir, err)
 	}
 	st.PacksRemoved = len(rc.remove)
+	// Best effort: an inline log left as it is loses nothing.
+	_ = s.trimInlineLog(ctx)
 
 	// What to rewrite: the packs with the most dead bytes for their size
 	// first, until the dead bytes left are within the bound.
@@ -306,7 +309,7 @@ func (s *Store) rewrite(ctx context.Context, batch []uint64, entries map[uint64]
 				ok = false
 				break
 			}
-			to, err := w.write(data)
+			to, err := w.write(c, data)
 			if err != nil {
 				w.undo()
 				return step, err
@@ -406,6 +409,14 @@ type packWriter struct {
 	buf      []byte
 	bufAt    uint64
 	scratch  []byte
+	recs     []byte // the sidecar records of the blocks written to n
+}
+
+// flushRecords appends the sidecar records gathered for pack n.
+func (w *packWriter) flushRecords() error {
+	err := w.p.appendSidecar(w.n, w.recs)
+	w.recs = w.recs[:0]
+	return err
 }
 
 func (w *packWriter) flush() error {
@@ -420,13 +431,17 @@ func (w *packWriter) flush() error {
 	return nil
 }
 
-// write appends data and returns where it lies.
-func (w *packWriter) write(data []byte) (location, error) {
+// write appends the block c, data, and returns where it lies.
+func (w *packWriter) write(c cid.Cid, data []byte) (location, error) {
 	if w.end >= packMax {
 		if err := w.flush(); err != nil {
 			return location{}, err
 		}
+		if err := w.flushRecords(); err != nil {
+			return location{}, err
+		}
 		w.p.closeDirect(w.n)
+		w.p.closeSidecar(w.n)
 		w.n, w.f, w.end = w.next(), nil, 0
 		w.fresh = append(w.fresh, w.n)
 		w.stats[w.n] = packStat{}
@@ -466,12 +481,17 @@ func (w *packWriter) write(data []byte) (location, error) {
 	ps := w.stats[w.n]
 	ps.end = w.end
 	w.stats[w.n] = ps
-	return location{pack: w.n, offset: off, length: uint64(len(data))}, nil
+	l := location{pack: w.n, offset: off, length: uint64(len(data))}
+	w.recs = appendRecord(w.recs, c, l)
+	return l, nil
 }
 
 // finish writes what is gathered and syncs every pack written.
 func (w *packWriter) finish() error {
 	if err := w.flush(); err != nil {
+		return err
+	}
+	if err := w.flushRecords(); err != nil {
 		return err
 	}
 	for _, f := range w.files {
@@ -487,6 +507,7 @@ func (w *packWriter) finish() error {
 // does, from the index.
 func (w *packWriter) undo() {
 	w.buf = w.buf[:0]
+	w.recs = w.recs[:0]
 	for _, n := range w.fresh {
 		_ = w.p.remove(n)
 	}

@@ -258,6 +258,14 @@ func (p *packs) apply(rc reclaim) error {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("cut pack %s: %w", packName(n), err)
 		}
+		// A sidecar's records past a cut are ignored by repair (their
+		// bytes are gone); a pack cut to nothing has none worth keeping.
+		if end == 0 {
+			err := os.Truncate(p.sidecarPath(n), 0)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("cut pack index %s: %w", sidecarName(n), err)
+			}
+		}
 	}
 	return nil
 }

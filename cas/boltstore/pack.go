@@ -169,6 +169,8 @@ type packs struct {
 	mu       sync.Mutex
 	files    map[uint64]*os.File
 	direct   map[uint64]*os.File // packs opened for direct writes (direct.go)
+	sidecars map[uint64]*os.File // sidecars opened for appending (sidecar.go)
+	inline   *os.File            // the inline log, opened for appending
 	noDirect bool                // the file system refused them
 }
 
@@ -220,16 +222,21 @@ func (p *packs) read(l location, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// remove closes and deletes pack n.
+// remove closes and deletes pack n and its sidecar (the sidecar first:
+// a crash between the two leaves a pack file, which recovery removes, not
+// a sidecar alone).
 func (p *packs) remove(n uint64) error {
 	p.mu.Lock()
-	for _, files := range []map[uint64]*os.File{p.files, p.direct} {
+	for _, files := range []map[uint64]*os.File{p.files, p.direct, p.sidecars} {
 		if f, ok := files[n]; ok {
 			f.Close()
 			delete(files, n)
 		}
 	}
 	p.mu.Unlock()
+	if err := os.Remove(p.sidecarPath(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	err := os.Remove(filepath.Join(p.dir, packName(n)))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -241,13 +248,19 @@ func (p *packs) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first error
-	for _, files := range []map[uint64]*os.File{p.files, p.direct} {
+	for _, files := range []map[uint64]*os.File{p.files, p.direct, p.sidecars} {
 		for n, f := range files {
 			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
 			delete(files, n)
 		}
+	}
+	if p.inline != nil {
+		if err := p.inline.Close(); err != nil && first == nil {
+			first = err
+		}
+		p.inline = nil
 	}
 	return first
 }

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
 )
 
 // RepairReport says what [Repair] did and what it could not keep.
 type RepairReport struct {
 	Kept      int      `json:"kept_entries"`   // index entries carried into the new database
+	Recovered int      `json:"recovered"`      // entries the database lacked, rebuilt from the packs' sidecars
 	Pins      int      `json:"pins"`           // pins carried over
 	Refs      int      `json:"refs"`           // refs carried over
 	Dropped   []string `json:"dropped"`        // entries left out, and why
@@ -37,16 +39,25 @@ type RepairReport struct {
 // every page it cannot read. Into a new database it carries every index
 // entry that decodes, is keyed by a CID, and points into a pack file long
 // enough to hold it; every pin and ref that holds a CID; the current pack.
+// Then, from each pack's sidecar (sidecar.go), it adds every block the
+// new index lacks whose record points inside the pack at bytes that hash
+// to the record's CID, and from the inline log every block whose
+// record's bytes hash to its CID (RepairReport.Recovered): so an entry on
+// a page that cannot be read is rebuilt from the bytes still on disk.
 // It sets every pack's counts from the new index. It never deletes a
-// byte of block data: pack files no kept entry points into are renamed
-// NNNNNNNN.pack.orphan (no hg command touches them), and the old
-// database is kept as store.db.damaged-TIME. Then the new database takes
-// the old one's place.
+// byte of block data: pack files no entry points into are renamed
+// NNNNNNNN.pack.orphan, their sidecars NNNNNNNN.packidx.orphan (no hg
+// command touches them), and the old database is kept as
+// store.db.damaged-TIME. Then the new database takes the old one's place.
 //
-// What it cannot do: rebuild entries from the packs themselves. A pack
-// holds the blocks' bytes back to back, with no CIDs or lengths, so an
-// entry on a page that cannot be read is lost (the report names the
-// pages, and fsck then names the pins whose closures are incomplete).
+// What it cannot do: rebuild the entries of a pack that has no sidecar
+// (one written before sidecars were) or whose sidecar lacks them (it is
+// not synced on its own, so a crash of the machine may lose its last
+// records, and the database's copy of them with it only if both are
+// lost). Such entries on a page that cannot be read are lost (the report
+// names the pages, and fsck then names the pins whose closures are
+// incomplete). A block deleted by gc whose bytes are still in its pack
+// comes back too; the next gc deletes it again.
 func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -114,6 +125,17 @@ func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 		return nil, fmt.Errorf("repair %s: %w", dir, err)
 	}
 	use := map[uint64]*packUse{}
+	have := map[string]bool{} // the keys of the new index
+	count := func(l location) {
+		u := use[l.pack]
+		if u == nil {
+			u = &packUse{}
+			use[l.pack] = u
+		}
+		u.blocks++
+		u.bytes += l.length
+		u.extent = max(u.extent, l.offset+l.length)
+	}
 	err = func() error {
 		// Blocks, in batches: the keys come in order from the walk.
 		blocks := contents[string(bucketBlocks)]
@@ -138,18 +160,12 @@ func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 							rep.Dropped = append(rep.Dropped, fmt.Sprintf("index entry %s: points past the end of pack %s", c, packName(l.pack)))
 							continue
 						}
-						u := use[l.pack]
-						if u == nil {
-							u = &packUse{}
-							use[l.pack] = u
-						}
-						u.blocks++
-						u.bytes += l.length
-						u.extent = max(u.extent, l.offset+l.length)
+						count(l)
 					}
 					if err := bk.Put(e.k, e.v); err != nil {
 						return err
 					}
+					have[string(e.k)] = true
 					rep.Kept++
 				}
 				return nil
@@ -158,6 +174,67 @@ func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 				return err
 			}
 			blocks = blocks[n:]
+		}
+		// The entries the index lacks, from the packs' sidecars.
+		for _, p := range packs {
+			var found []location
+			var keys [][]byte
+			_, err := recoverFromSidecar(filepath.Join(dir, packDir), p.n, uint64(p.size),
+				func(k []byte) bool { return have[string(k)] },
+				func(c cid.Cid, l location) {
+					have[c.KeyString()] = true
+					keys = append(keys, c.Bytes())
+					found = append(found, l)
+				})
+			if err != nil {
+				return fmt.Errorf("pack index %s: %w", sidecarName(p.n), err)
+			}
+			for len(found) > 0 {
+				n := min(len(found), 10000)
+				err := db.Update(func(tx *bolt.Tx) error {
+					bk := tx.Bucket(bucketBlocks)
+					for i, l := range found[:n] {
+						if err := bk.Put(keys[i], l.encode()); err != nil {
+							return err
+						}
+						count(l)
+						rep.Recovered++
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				found, keys = found[n:], keys[n:]
+			}
+		}
+		// The blocks kept inline that the index lacks, from the inline log.
+		var ikeys, idata [][]byte
+		if _, err := recoverInline(filepath.Join(dir, packDir),
+			func(k []byte) bool { return have[string(k)] },
+			func(k, data []byte) {
+				have[string(k)] = true
+				ikeys = append(ikeys, k)
+				idata = append(idata, data)
+			}); err != nil {
+			return fmt.Errorf("%s: %w", inlineLog, err)
+		}
+		for len(ikeys) > 0 {
+			n := min(len(ikeys), 10000)
+			err := db.Update(func(tx *bolt.Tx) error {
+				bk := tx.Bucket(bucketBlocks)
+				for i := range n {
+					if err := bk.Put(ikeys[i], inlineValue(idata[i])); err != nil {
+						return err
+					}
+					rep.Recovered++
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			ikeys, idata = ikeys[n:], idata[n:]
 		}
 		return db.Update(func(tx *bolt.Tx) error {
 			for _, e := range contents[string(bucketPins)] {
@@ -233,7 +310,8 @@ func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 		}
 	}
 
-	// Set aside, never delete, the packs nothing points into now.
+	// Set aside, never delete, the packs nothing points into now, and
+	// their sidecars with them.
 	for _, p := range packs {
 		if _, ok := use[p.n]; ok || p.size == 0 {
 			continue
@@ -243,6 +321,10 @@ func Repair(dir string, timeout time.Duration) (*RepairReport, error) {
 			return nil, fmt.Errorf("repair %s: %w", dir, err)
 		}
 		rep.Orphaned = append(rep.Orphaned, packName(p.n)+".orphan")
+		side := filepath.Join(dir, packDir, sidecarName(p.n))
+		if err := os.Rename(side, side+".orphan"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("repair %s: %w", dir, err)
+		}
 	}
 	rep.Damaged = dbFile + ".damaged-" + time.Now().UTC().Format("20060102T150405Z")
 	if err := os.Rename(path, filepath.Join(dir, rep.Damaged)); err != nil {

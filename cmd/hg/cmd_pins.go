@@ -153,10 +153,12 @@ pin's closure. Every problem is listed; exit 4 if there is any.
 
 With --repair, first rebuild the database from what can still be read of it
 (the store must not be in use): every readable index entry, pin and ref is
-carried into a new database, every pack's counts are set from it, pack
-files nothing points into any more are set aside as .orphan, and the old
-database is kept beside the new one. Then the check runs, and names what is
-lost: the pins whose closures are incomplete.`,
+carried into a new database, the index entries it lacks are rebuilt from
+the records kept beside each pack (each one checked against the bytes it
+points at), every pack's counts are set from it, pack files nothing points
+into any more are set aside as .orphan, and the old database is kept beside
+the new one. Then the check runs, and names what is lost: the pins whose
+closures are incomplete.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var lost error
@@ -166,7 +168,7 @@ lost: the pins whose closures are incomplete.`,
 					return err
 				}
 				if len(rep.Lost) > 0 || len(rep.Dropped) > 0 {
-					lost = integrityError{msg: fmt.Sprintf("repair: %d parts of the database could not be read and %d entries were dropped: what they held is lost", len(rep.Lost), len(rep.Dropped))}
+					lost = integrityError{msg: fmt.Sprintf("repair: %d parts of the database could not be read and %d entries were dropped: what they held is lost, but for the %d index entries rebuilt from the packs' sidecars", len(rep.Lost), len(rep.Dropped), rep.Recovered)}
 				}
 			}
 			err := g.withStore(true, func(st cas.Store) error {
@@ -268,7 +270,7 @@ func repairStore(g *globals, asJSON bool) (*boltstore.RepairReport, error) {
 	for _, o := range rep.Orphaned {
 		g.ui.printf("repair: set aside %s: no entry points into it\n", o)
 	}
-	g.ui.printf("repair: kept %d index entries, %d pins, %d refs; counted %d packs; the old database is %s\n", rep.Kept, rep.Pins, rep.Refs, rep.Counts, rep.Damaged)
+	g.ui.printf("repair: kept %d index entries, recovered %d from the packs' sidecars, %d pins, %d refs; counted %d packs; the old database is %s\n", rep.Kept, rep.Recovered, rep.Pins, rep.Refs, rep.Counts, rep.Damaged)
 	return rep, nil
 }
 
