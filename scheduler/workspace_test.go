@@ -60,9 +60,9 @@ func newWSOrder(t *testing.T) *wsOrder {
 		`[{"id": "digest", "kind": "builtin", "op": "digest", "args": {"file": "out.txt"}}]`, "out.txt")
 	ws := filepath.Join(dir, "ws")
 	for p, content := range map[string]string{
-		"data.txt":                "the data\n",
-		"secret.txt":              "no Haygent here may read this\n",
-		"sub/deep.txt":            "deep\n",
+		"data.txt":                 "the data\n",
+		"secret.txt":               "no Haygent here may read this\n",
+		"sub/deep.txt":             "deep\n",
 		".haygent/keys/runner.key": "a key planted in the workspace\n",
 	} {
 		mustWrite(t, filepath.Join(ws, p), content)
@@ -663,7 +663,7 @@ func TestWorkspaceRealWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetPin(ctx, "calc", tree); err != nil {
+	if err := st.SetPin(ctx, "calc-src", tree); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := scheduler.Load(workorders + "calc-repair.json")

@@ -486,6 +486,9 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 			if r.Halt != nil {
 				more = append(more, textsafe.Sprintf("  %14s %s %s: %s", "", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason))
 			}
+			if f := r.FinalWorkspace; f != nil && f.Cid != haygent.EmptyTree() {
+				more = append(more, textsafe.Sprintf("  %14s final workspace %s  (hg get %s/%s -o DIR)", "", f.Cid, rec.Run, n.Name))
+			}
 			if n.State == dag.Failed {
 				tail, err := failedStepTail(ctx, st, n.Receipt.Cid, rec.Run, n.Name)
 				if err != nil {
