@@ -39,7 +39,7 @@ fuzz:
 	  done; \
 	done; rm -f .fuzz.out
 
-# bench prints the figures of SPEC.md's targets, measured in one sitting.
+# bench prints the figures of docs/performance.md's targets, measured in one sitting.
 # The scheduler's 100,000-node runs are part of it (several minutes).
 bench:
 	HG_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m $(PKGS)

@@ -108,7 +108,7 @@ func (d *Divergence) String() string {
 
 // Replay re-executes the invocation whose receipt is c in a scratch store
 // in memory, answering its slots with the responses recorded in the ledger,
-// and compares the two ledgers transition by transition (see SPEC.md,
+// and compares the two ledgers transition by transition (see docs/verification.md,
 // "Replay", for exactly what is compared). st is only read. A replay that
 // diverges is a result, not an error; err is for a replay that could not be
 // carried out: a receipt that is not there, a block it reaches that is

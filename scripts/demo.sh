@@ -114,5 +114,5 @@ cat <<EOF
      bin/hg dag dot RUN | dot -Tsvg > run.svg
    Then write a Work Order of your own beside fixtures/workorders/calc-repair.json (Haygent paths are
    relative to the file; the Haygents are under fixtures/haygents),
-   or read README.md (Use) and SPEC.md (6. Work Orders and the scheduler).
+   or read README.md (Use), SPEC.md (6. Work Orders and the scheduler) and docs/workorders.md.
 EOF

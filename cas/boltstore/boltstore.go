@@ -54,7 +54,8 @@
 // # Space
 //
 // Blocks of 128 bytes and more live in pack files beside the database
-// (pack.go); the packs bucket keeps counts of each, which are only a cache
+// (pack.go), except the small ones (under 64 KiB) of a Put whose small
+// blocks add up to less than 256 KiB, which stay inline; the packs bucket keeps counts of each, which are only a cache
 // of the index. Delete removes index entries and never touches a file;
 // [Store.Compact] (which gc runs) gives the space back, and a writer's
 // recovery at Open cleans up after a crash. Both decide from a read of the

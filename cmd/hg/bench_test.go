@@ -12,7 +12,7 @@ package main_test
 //     always does, next to Go's crypto/sha256 over the same bytes;
 //   - the peak resident set of the put and of the get.
 //
-// The figures (SPEC.md, "Targets") are printed with their targets; none is
+// The figures (docs/performance.md, "Targets") are printed with their targets; none is
 // asserted. Run it with
 //
 //	go test -run '^$' -bench '^BenchmarkHG$' -benchtime 1x ./cmd/hg/

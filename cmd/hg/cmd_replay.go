@@ -33,7 +33,7 @@ snapshot; --workspace DIR starts from a copy of DIR instead, when the
 snapshot is not in the store). Exec steps run their commands again.
 
 Transitions are compared by the CIDs of their work, never by time stamps
-(see SPEC.md, "Replay"). Prints the agreement and the first divergence, with
+(see docs/verification.md, "Replay"). Prints the agreement and the first divergence, with
 both CIDs. Exit 0 when everything agrees, 4 on any divergence or when a block
 the receipt reaches is missing or damaged, 1 for an unknown receipt or run.`,
 		Args: exactArgs(1, "one RECEIPT or RUN"),

@@ -7,7 +7,7 @@ import (
 	"github.com/haygent/hg/cas/boltstore"
 )
 
-// Exit codes. They are part of the contract with scripts: see SPEC.md.
+// Exit codes. They are part of the contract with scripts: see docs/cli.md.
 const (
 	exitOK        = 0 // stored, PASS, verified, replay agreed
 	exitError     = 1 // bad input, bad package, I/O, store busy

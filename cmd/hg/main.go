@@ -3,7 +3,7 @@
 //
 // Run `hg help` for the commands. Results go to stdout, diagnostics to
 // stderr as `hg: error: ...` and `hg: hint: ...`; the exit codes are listed
-// in exit.go and in SPEC.md.
+// in exit.go and in docs/cli.md.
 package main
 
 import "os"
