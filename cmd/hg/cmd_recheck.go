@@ -5,8 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/haygent/hg/cas"
@@ -472,95 +470,4 @@ who made it, why, and the later receipt; 'hg verify' checks that receipt.`,
 	cmd.Flags().StringVar(&by, "by", "", "the done node `RUN2/NODE2` whose accepted receipt supersedes the work")
 	cmd.Flags().StringVar(&why, "why", "", "why (recorded in the run)")
 	return cmd
-}
-
-// newKeyUntrustCmd withdraws keys from the store's trust file.
-func newKeyUntrustCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "untrust PUBKEY|FILE",
-		Short: "stop trusting another runner's key",
-		Long: `Remove PUBKEY, or every key listed in FILE, from the store's trust file:
-hg verify and hg recheck no longer accept receipts they signed. Runs already
-done are not changed until 'hg recheck RUN' measures them again. The store's
-own runner key is always trusted: make a new one instead.`,
-		Args: exactArgs(1, "one PUBKEY or FILE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := locateStore(g.store)
-			if err != nil {
-				return err
-			}
-			keys := []ed25519.PublicKey{}
-			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
-				keys = append(keys, k)
-			} else if _, serr := os.Stat(args[0]); serr != nil {
-				return usageError{err}
-			} else if keys, err = readTrustFile(args[0]); err != nil {
-				return err
-			} else if len(keys) == 0 {
-				return fmt.Errorf("%s lists no keys", args[0])
-			}
-			if own, err := haygent.LoadKey(keyPath(dir)); err == nil {
-				for _, k := range keys {
-					if k.Equal(own.Public()) {
-						return fmt.Errorf("%s is the store's own runner key, which is always trusted", haygent.FormatPublicKey(k))
-					}
-				}
-			}
-			removed, err := removeTrusted(dir, keys)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if removed[haygent.FormatPublicKey(k)] {
-					g.ui.printf("untrusted %s\n", haygent.FormatPublicKey(k))
-				} else {
-					g.ui.printf("not trusted: %s\n", haygent.FormatPublicKey(k))
-				}
-			}
-			return nil
-		},
-	}
-}
-
-// removeTrusted rewrites the store's trust file without keys, and says
-// which of them it held.
-func removeTrusted(storeDir string, keys []ed25519.PublicKey) (map[string]bool, error) {
-	path := trustFile(storeDir)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	drop := map[string]bool{}
-	for _, k := range keys {
-		drop[haygent.FormatPublicKey(k)] = true
-	}
-	removed := map[string]bool{}
-	var kept []string
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		if k, err := haygent.ParsePublicKey(strings.TrimSpace(line)); err == nil && drop[haygent.FormatPublicKey(k)] {
-			removed[haygent.FormatPublicKey(k)] = true
-			continue
-		}
-		kept = append(kept, line)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".trusted-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(strings.Join(kept, "")); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	return removed, os.Rename(tmp.Name(), path)
 }

@@ -68,8 +68,6 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 	root.PersistentFlags().StringVar(&g.store, "store", "", "the store directory (default: $HG_STORE, else the nearest .haygent/)")
 	root.PersistentFlags().BoolVar(&g.ui.forceProgress, "progress", false, "show progress on stderr even when it is not a terminal (it is shown on a terminal anyway)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	keyCmd := newKeyCmd(g)
-	keyCmd.AddCommand(newKeyUntrustCmd(g))
 	runCmd := newRunCmd(g)
 	runCmd.AddCommand(newRunRmCmd(g))
 	root.AddCommand(
@@ -89,7 +87,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newVerifyCmd(g),
 		newReplayCmd(g),
 		newApproveCmd(g),
-		keyCmd,
+		newKeyCmd(g),
 		runCmd,
 		newRunsCmd(g),
 		newLogsCmd(g),

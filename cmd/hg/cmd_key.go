@@ -1,0 +1,174 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/haygent/hg/haygent"
+	"github.com/spf13/cobra"
+)
+
+func newKeyCmd(g *globals) *cobra.Command {
+	gen := &cobra.Command{
+		Use:   "gen",
+		Short: "make the store's runner signing key (ed25519)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			key, err := haygent.GenerateKey(keyPath(dir))
+			if err != nil {
+				return err
+			}
+			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			return nil
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "print the store's runner public key",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			key, err := haygent.LoadKey(keyPath(dir))
+			if err != nil {
+				return err
+			}
+			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			return nil
+		},
+	}
+	trust := &cobra.Command{
+		Use:   "trust PUBKEY|FILE",
+		Short: "trust receipts signed by another runner's key (hg verify)",
+		Long: `Add PUBKEY (ed25519:..., as 'hg key show' prints it on the other machine),
+or every key listed in FILE (one per line), to the store's trust file,
+keys/trusted: hg verify then accepts receipts they signed, as it does
+those of the store's own key.`,
+		Args: exactArgs(1, "one PUBKEY or FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			keys := []ed25519.PublicKey{}
+			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
+				keys = append(keys, k)
+			} else if _, serr := os.Stat(args[0]); serr != nil {
+				return usageError{err}
+			} else if keys, err = readTrustFile(args[0]); err != nil {
+				return err
+			} else if len(keys) == 0 {
+				return fmt.Errorf("%s lists no keys", args[0])
+			}
+			for _, k := range keys {
+				if err := addTrusted(dir, k); err != nil {
+					return err
+				}
+				g.ui.printf("trusted %s\n", haygent.FormatPublicKey(k))
+			}
+			return nil
+		},
+	}
+	return groupCmd("key", "the runner's signing key, and the keys this store trusts", gen, show, trust, newKeyUntrustCmd(g))
+}
+
+// newKeyUntrustCmd withdraws keys from the store's trust file.
+func newKeyUntrustCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "untrust PUBKEY|FILE",
+		Short: "stop trusting another runner's key",
+		Long: `Remove PUBKEY, or every key listed in FILE, from the store's trust file:
+hg verify and hg recheck no longer accept receipts they signed. Runs already
+done are not changed until 'hg recheck RUN' measures them again. The store's
+own runner key is always trusted: make a new one instead.`,
+		Args: exactArgs(1, "one PUBKEY or FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := locateStore(g.store)
+			if err != nil {
+				return err
+			}
+			keys := []ed25519.PublicKey{}
+			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
+				keys = append(keys, k)
+			} else if _, serr := os.Stat(args[0]); serr != nil {
+				return usageError{err}
+			} else if keys, err = readTrustFile(args[0]); err != nil {
+				return err
+			} else if len(keys) == 0 {
+				return fmt.Errorf("%s lists no keys", args[0])
+			}
+			if own, err := haygent.LoadKey(keyPath(dir)); err == nil {
+				for _, k := range keys {
+					if k.Equal(own.Public()) {
+						return fmt.Errorf("%s is the store's own runner key, which is always trusted", haygent.FormatPublicKey(k))
+					}
+				}
+			}
+			removed, err := removeTrusted(dir, keys)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if removed[haygent.FormatPublicKey(k)] {
+					g.ui.printf("untrusted %s\n", haygent.FormatPublicKey(k))
+				} else {
+					g.ui.printf("not trusted: %s\n", haygent.FormatPublicKey(k))
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// removeTrusted rewrites the store's trust file without keys, and says
+// which of them it held.
+func removeTrusted(storeDir string, keys []ed25519.PublicKey) (map[string]bool, error) {
+	path := trustFile(storeDir)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	drop := map[string]bool{}
+	for _, k := range keys {
+		drop[haygent.FormatPublicKey(k)] = true
+	}
+	removed := map[string]bool{}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if k, err := haygent.ParsePublicKey(strings.TrimSpace(line)); err == nil && drop[haygent.FormatPublicKey(k)] {
+			removed[haygent.FormatPublicKey(k)] = true
+			continue
+		}
+		kept = append(kept, line)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".trusted-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(strings.Join(kept, "")); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	return removed, os.Rename(tmp.Name(), path)
+}
