@@ -22,12 +22,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := haygent.GenerateKey(keyPath(dir))
-			if err != nil {
-				return err
-			}
-			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
-			return nil
+			return printRunnerKey(g, haygent.GenerateKey, keyPath(dir))
 		},
 	}
 	show := &cobra.Command{
@@ -39,12 +34,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := haygent.LoadKey(keyPath(dir))
-			if err != nil {
-				return err
-			}
-			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
-			return nil
+			return printRunnerKey(g, haygent.LoadKey, keyPath(dir))
 		},
 	}
 	trust := &cobra.Command{
@@ -60,15 +50,9 @@ those of the store's own key.`,
 			if err != nil {
 				return err
 			}
-			keys := []ed25519.PublicKey{}
-			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
-				keys = append(keys, k)
-			} else if _, serr := os.Stat(args[0]); serr != nil {
-				return usageError{err}
-			} else if keys, err = readTrustFile(args[0]); err != nil {
+			keys, err := keysArg(args[0])
+			if err != nil {
 				return err
-			} else if len(keys) == 0 {
-				return fmt.Errorf("%s lists no keys", args[0])
 			}
 			for _, k := range keys {
 				if err := addTrusted(dir, k); err != nil {
@@ -97,15 +81,9 @@ own runner key is always trusted: make a new one instead.`,
 			if err != nil {
 				return err
 			}
-			keys := []ed25519.PublicKey{}
-			if k, err := haygent.ParsePublicKey(args[0]); err == nil {
-				keys = append(keys, k)
-			} else if _, serr := os.Stat(args[0]); serr != nil {
-				return usageError{err}
-			} else if keys, err = readTrustFile(args[0]); err != nil {
+			keys, err := keysArg(args[0])
+			if err != nil {
 				return err
-			} else if len(keys) == 0 {
-				return fmt.Errorf("%s lists no keys", args[0])
 			}
 			if own, err := haygent.LoadKey(keyPath(dir)); err == nil {
 				for _, k := range keys {
@@ -171,4 +149,33 @@ func removeTrusted(storeDir string, keys []ed25519.PublicKey) (map[string]bool, 
 		return nil, err
 	}
 	return removed, os.Rename(tmp.Name(), path)
+}
+
+// printRunnerKey prints the public half of the runner key that get makes
+// or reads at path.
+func printRunnerKey(g *globals, get func(string) (ed25519.PrivateKey, error), path string) error {
+	key, err := get(path)
+	if err != nil {
+		return err
+	}
+	g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+	return nil
+}
+
+// keysArg reads the PUBKEY|FILE argument of hg key trust and untrust: one
+// key, or every key a file lists (one per line).
+func keysArg(arg string) ([]ed25519.PublicKey, error) {
+	if k, err := haygent.ParsePublicKey(arg); err == nil {
+		return []ed25519.PublicKey{k}, nil
+	} else if _, serr := os.Stat(arg); serr != nil {
+		return nil, usageError{err}
+	}
+	keys, err := readTrustFile(arg)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s lists no keys", arg)
+	}
+	return keys, nil
 }
