@@ -16,31 +16,26 @@ import (
 // bytes it held before (touched or not), is refused. A report that is not
 // a regular file, or is over 64 MiB, is refused too, unread.
 
-// fileMark is what identifies one version of a file: present, its inode
-// and change time where the system has them, and its content's digest.
+// fileMark is what identifies one version of a report file: whether it
+// is there, and its content's digest.
 type fileMark struct {
 	present bool
-	stamp   string // inode and change time (or, elsewhere, modification time)
 	sum     [sha256.Size]byte
 }
 
-// markFile marks the file rel under root, never following a symbolic
-// link out of it.
+// markFile marks the report file rel under root as [readReport] reads it:
+// absent, or unreadable as a report, it is not there.
 func markFile(root, rel string) fileMark {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return fileMark{}
-	}
-	defer r.Close()
-	fi, err := r.Lstat(rel)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxReport {
-		return fileMark{}
-	}
 	data, why := readReport(root, rel)
 	if why != "" || data == nil {
 		return fileMark{}
 	}
-	return fileMark{present: true, stamp: changeStamp(fi), sum: sha256.Sum256(data)}
+	return markOf(data)
+}
+
+// markOf marks report bytes already read.
+func markOf(data []byte) fileMark {
+	return fileMark{present: true, sum: sha256.Sum256(data)}
 }
 
 // reportNotWritten says why the report file, marked before the command and
@@ -50,8 +45,8 @@ func reportNotWritten(step, file string, before, after fileMark) string {
 	case !after.present:
 		return ""
 	case before.present && before.sum == after.sum:
-		// Unchanged, or rewritten (touched, its mode changed) with the
-		// very bytes that were planted.
+		// Unchanged, or touched (its times, its mode) or rewritten with
+		// the very bytes that were planted: no test the command ran.
 		return "report " + file + " was in the workspace before step " + step + " and its command did not write it: refused as evidence"
 	}
 	return ""

@@ -713,7 +713,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		if unreadable != "" {
 			data = (&evidence.TestReport{Format: format, Problems: []string{unreadable}}).Data()
 			data["invalid"] = unreadable
-		} else if why := reportNotWritten(s.ID, file, reportBefore, markFile(work, file)); file != "" && why != "" {
+		} else if why := reportNotWritten(s.ID, file, reportBefore, markOf(src)); file != "" && src != nil && why != "" {
 			data = (&evidence.TestReport{Format: format, Problems: []string{why}}).Data()
 			data["invalid"] = why
 		} else if file != "" && sandbox.Holds(src, secrets) {
