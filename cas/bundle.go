@@ -37,12 +37,12 @@ type ExportResult struct {
 // holding every block they reach, each once, in the order of [Walk]: depth
 // first from each root in turn, parents before children, links in the
 // order they appear. The same store and roots always give the same bytes.
-// Every block comes from [Store.View], which checks its hash before its
+// Every block comes from [BlockReader.View], which checks its hash before its
 // bytes reach w; raw blocks are read and checked on all cores. A block
 // missing from the store, damaged, or whose links cannot be read stops the
 // export with an error, leaving w with a partial file: write to a
 // temporary file and rename it.
-func ExportCAR(ctx context.Context, st Store, roots []cid.Cid, w io.Writer, opts *ExportOptions) (*ExportResult, error) {
+func ExportCAR(ctx context.Context, st BlockReader, roots []cid.Cid, w io.Writer, opts *ExportOptions) (*ExportResult, error) {
 	if opts == nil {
 		opts = &ExportOptions{}
 	}
@@ -101,7 +101,7 @@ type closureBlock struct {
 // order. The walk reads the blocks that have links itself (it needs them
 // to go on); raw blocks, which hold the bytes of files, are read and
 // verified by a worker per core.
-func fetchClosure(ctx context.Context, st Store, roots []cid.Cid) <-chan closureBlock {
+func fetchClosure(ctx context.Context, st BlockReader, roots []cid.Cid) <-chan closureBlock {
 	o := newOrdered[closureBlock](ctx, 4)
 	go func() { // walk, in order
 		defer o.done()
@@ -127,7 +127,7 @@ func fetchClosure(ctx context.Context, st Store, roots []cid.Cid) <-chan closure
 }
 
 // readBlock reads and verifies one block into a buffer of its own.
-func readBlock(ctx context.Context, st Store, c cid.Cid) closureBlock {
+func readBlock(ctx context.Context, st BlockReader, c cid.Cid) closureBlock {
 	r := closureBlock{cid: c}
 	r.err = st.View(ctx, c, func(data []byte) error {
 		r.data = allocBlock(len(data))
@@ -381,21 +381,23 @@ func (imp *importer) checkStored(ctx context.Context, c cid.Cid) error {
 
 // pin sets the pin of each root, remembering what each pointed at.
 func (imp *importer) pin(ctx context.Context, roots []cid.Cid) error {
-	pins, err := imp.st.Pins(ctx)
-	if err != nil {
-		return err
-	}
-	before := make(map[string]cid.Cid, len(pins))
-	for _, p := range pins {
-		before[p.Name] = p.CID
-	}
+	// What each name pointed at before this import set any of them.
+	before := map[string]pinUndo{}
 	for _, root := range roots {
 		name := imp.opts.Pin
 		if name == "" {
 			name = BundlePinName(root)
 		}
-		prev, had := before[name]
-		imp.pinned = append(imp.pinned, pinUndo{name: name, prev: prev, had: had})
+		u, seen := before[name]
+		if !seen {
+			prev, err := imp.st.Pin(ctx, name)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			u = pinUndo{name: name, prev: prev, had: err == nil}
+			before[name] = u
+		}
+		imp.pinned = append(imp.pinned, u)
 		if err := imp.st.SetPin(ctx, name, root); err != nil {
 			return err
 		}

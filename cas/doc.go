@@ -10,11 +10,13 @@
 // A [Store] keeps blocks, pins (the user's named roots) and refs (named CIDs
 // in namespaces other packages own: runs, the memo cache, belief logs). Its
 // implementations are cas/boltstore (on disk) and cas/memstore (in memory);
-// cas/storetest is the suite both pass. On top of any Store: files and
-// trees ([PutFile], [PutTree], hg/file@1 and hg/tree@1 objects), walking
-// and garbage collection ([GC]), checking ([Fsck]), CARv1 bundles
-// ([ExportCAR], [ImportCAR]), and values over the block limit, stored out
-// of line ([Outline], [PutObject]).
+// cas/storetest is the suite both pass. A Store is composed of small
+// interfaces ([BlockReader], [BlockWriter], [BlockEnumerator], [PinStore],
+// [RefStore]), and what only reads blocks takes a BlockReader. On top of
+// any Store: files and trees ([PutFile], [PutTree], hg/file@1 and
+// hg/tree@1 objects), walking and garbage collection ([GC]), checking
+// ([Fsck]), CARv1 bundles ([ExportCAR], [ImportCAR]), and values over the
+// block limit, stored out of line ([Outline], [PutObject]).
 //
 // Nothing here knows about Haygents, receipts or Work Orders: those are
 // objects other packages encode with this one.

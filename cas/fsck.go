@@ -63,7 +63,7 @@ type MissingIn struct {
 // (sizes), and walks every pin's closure. progress, if set, is called
 // with the number of blocks checked.
 //
-// A block [Store.AllKeys] reports with a size below zero is one whose
+// A block [BlockEnumerator.AllKeys] reports with a size below zero is one whose
 // entry the store cannot read: a StoreChecker names it; any other store's
 // is listed as bad.
 func Fsck(ctx context.Context, st Store, progress func(done int)) (*FsckReport, error) {

@@ -65,7 +65,7 @@ func PutObject(ctx context.Context, w *Writer, data []byte) (cid.Cid, error) {
 // content would fit in a block, or when the links it lists are not
 // exactly those of its content: a link the envelope did not list would
 // be out of reach of every walk.
-func GetObject(ctx context.Context, st Store, c cid.Cid, v any) error {
+func GetObject(ctx context.Context, st BlockReader, c cid.Cid, v any) error {
 	var env Large
 	isLarge := false
 	err := st.View(ctx, c, func(data []byte) error {

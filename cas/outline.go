@@ -311,7 +311,7 @@ func inline(v any, read func(cid.Cid) (any, error)) (any, error) {
 // DAG-CBOR item, or whose value holds a link, is refused (the error wraps
 // [ErrNotCanonical] or [ErrInvalid]); a missing or damaged block gives
 // the store's error.
-func ReadOutlined(ctx context.Context, st Store, c cid.Cid) (any, error) {
+func ReadOutlined(ctx context.Context, st BlockReader, c cid.Cid) (any, error) {
 	var buf bytes.Buffer
 	if _, err := ReadFile(ctx, st, c, &buf, nil); err != nil {
 		return nil, fmt.Errorf("outlined value %s: %w", c, err)

@@ -10,7 +10,7 @@ import (
 )
 
 // LoadFileNode reads, verifies and strictly decodes an hg/file@1 node.
-func LoadFileNode(ctx context.Context, st Store, c cid.Cid) (*FileNode, error) {
+func LoadFileNode(ctx context.Context, st BlockReader, c cid.Cid) (*FileNode, error) {
 	if c.Type() != DagCBOR {
 		return nil, fmt.Errorf("%s is not a file: codec 0x%x: %w", c, c.Type(), ErrInvalid)
 	}
@@ -30,7 +30,7 @@ func LoadFileNode(ctx context.Context, st Store, c cid.Cid) (*FileNode, error) {
 // verified on all cores, and the sizes recorded in the index are checked
 // against the chunks: any mismatch stops the copy with an error. progress,
 // if not nil, is called with the bytes written so far.
-func ReadFile(ctx context.Context, st Store, c cid.Cid, w io.Writer, progress func(done int64)) (int64, error) {
+func ReadFile(ctx context.Context, st BlockReader, c cid.Cid, w io.Writer, progress func(done int64)) (int64, error) {
 	root, err := LoadFileNode(ctx, st, c)
 	if err != nil {
 		return 0, err
@@ -96,7 +96,7 @@ type fileItem struct {
 
 // walkFileNode emits the chunks under n in order, checking that each
 // child's height and the sizes of internal nodes add up.
-func walkFileNode(ctx context.Context, st Store, c cid.Cid, n *FileNode, end *uint64, out chan<- fileItem) error {
+func walkFileNode(ctx context.Context, st BlockReader, c cid.Cid, n *FileNode, end *uint64, out chan<- fileItem) error {
 	send := func(it fileItem) error {
 		select {
 		case out <- it:
@@ -142,7 +142,7 @@ type fetched struct {
 
 // fetchChunks reads and verifies chunks on all cores and delivers them in
 // order.
-func fetchChunks(ctx context.Context, st Store, items <-chan fileItem, pool *bufPool) <-chan fetched {
+func fetchChunks(ctx context.Context, st BlockReader, items <-chan fileItem, pool *bufPool) <-chan fetched {
 	o := newOrdered[fetched](ctx, 2)
 	fetch := func(c cid.Cid) fetched {
 		var f fetched

@@ -23,7 +23,7 @@ type Info struct {
 // Stat reads and verifies block c and describes it. An hg/file@1 or
 // hg/tree@1 must be canonical and well formed, else the error wraps
 // [ErrNotCanonical] or [ErrInvalid].
-func Stat(ctx context.Context, st Store, c cid.Cid) (*Info, error) {
+func Stat(ctx context.Context, st BlockReader, c cid.Cid) (*Info, error) {
 	info := &Info{CID: c, Codec: codecName(c.Type())}
 	err := st.View(ctx, c, func(data []byte) error {
 		info.BlockSize = len(data)

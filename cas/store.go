@@ -9,7 +9,9 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// Store is a content-addressed block store with named pins.
+// Store is a content-addressed block store with named pins and refs,
+// composed of the smaller interfaces below, as a reader that needs only
+// blocks takes only a [BlockReader].
 //
 // Every method that returns block bytes verifies them against their CID
 // first and returns a [*CorruptError] (wrapping [ErrCorrupt]) on a mismatch;
@@ -18,6 +20,19 @@ import (
 // hashes on the way in. All methods are safe for concurrent use. A
 // cancelled ctx stops long scans between blocks and returns ctx.Err().
 type Store interface {
+	BlockReader
+	BlockWriter
+	BlockEnumerator
+	PinStore
+	RefStore
+
+	// Close releases the store. Using it afterwards is an error.
+	Close() error
+}
+
+// BlockReader reads blocks: all that walking, reading files and trees,
+// and exporting need of a [Store].
+type BlockReader interface {
 	// Has reports whether the block is stored. It does not verify it.
 	Has(ctx context.Context, c cid.Cid) (bool, error)
 
@@ -27,7 +42,10 @@ type Store interface {
 	// View calls fn with the block's verified bytes, which are valid only
 	// until fn returns and must not be modified. It returns fn's error.
 	View(ctx context.Context, c cid.Cid, fn func(data []byte) error) error
+}
 
+// BlockWriter stores and removes blocks.
+type BlockWriter interface {
 	// Put stores the blocks in one atomic write: after a crash either all
 	// of them are stored or none is. Blocks already present are skipped.
 	// A block over [MaxBlockSize] is refused ([CheckBlockSizes]), and then
@@ -37,14 +55,20 @@ type Store interface {
 	// Delete removes the blocks that are present, atomically. Only garbage
 	// collection should call it.
 	Delete(ctx context.Context, cids ...cid.Cid) error
+}
 
+// BlockEnumerator lists the stored blocks.
+type BlockEnumerator interface {
 	// AllKeys calls fn with the CID and stored size of every block, in an
 	// order fixed by the store. The bytes are not read or verified. If fn
 	// returns an error, the scan stops and AllKeys returns it. A block
 	// whose entry the store cannot read is reported with size -1 (View
 	// of it returns the error), so that one damaged entry hides no other.
 	AllKeys(ctx context.Context, fn func(c cid.Cid, size int) error) error
+}
 
+// PinStore keeps the user's pins: named roots.
+type PinStore interface {
 	// SetPin makes name point at c, replacing any earlier target.
 	SetPin(ctx context.Context, name string, c cid.Cid) error
 
@@ -52,15 +76,20 @@ type Store interface {
 	// [ErrNotFound].
 	DeletePin(ctx context.Context, name string) error
 
+	// Pin returns the CID name points at, without listing every pin; a
+	// missing pin is an error wrapping [ErrNotFound].
+	Pin(ctx context.Context, name string) (cid.Cid, error)
+
 	// Pins returns every pin, sorted by name.
 	Pins(ctx context.Context) ([]Pin, error)
+}
 
-	// SetRef, GetRef, DeleteRef and Refs keep named CIDs in namespaces
-	// other than the user's pins: run state, the memo cache, belief logs.
-	// A namespace is 1 to 32 lower-case letters; names follow the rules of
-	// pin names. gc keeps everything any ref reaches, as it does for pins.
-	// GetRef and DeleteRef of a missing ref return an error wrapping
-	// [ErrNotFound].
+// RefStore keeps named CIDs in namespaces other than the user's pins:
+// run state, the memo cache, belief logs. A namespace is 1 to 32
+// lower-case letters; names follow the rules of pin names. gc keeps
+// everything any ref reaches, as it does for pins. GetRef and DeleteRef
+// of a missing ref return an error wrapping [ErrNotFound].
+type RefStore interface {
 	SetRef(ctx context.Context, ns, name string, c cid.Cid) error
 	// SetRefs sets many refs at once, all or none: one transaction for
 	// a scheduler's many memo entries instead of one each.
@@ -72,9 +101,6 @@ type Store interface {
 	// RefNamespaces returns the namespaces that hold at least one ref,
 	// sorted.
 	RefNamespaces(ctx context.Context) ([]string, error)
-
-	// Close releases the store. Using it afterwards is an error.
-	Close() error
 }
 
 // Pin is a named root: gc keeps everything a pin reaches.

@@ -105,7 +105,7 @@ func DecodeTree(data []byte) (*TreeNode, error) {
 }
 
 // LoadTree reads, verifies and decodes the tree node c.
-func LoadTree(ctx context.Context, st Store, c cid.Cid) (*TreeNode, error) {
+func LoadTree(ctx context.Context, st BlockReader, c cid.Cid) (*TreeNode, error) {
 	if c.Type() != DagCBOR {
 		return nil, fmt.Errorf("%s is not a tree: codec 0x%x: %w", c, c.Type(), ErrInvalid)
 	}
@@ -271,7 +271,7 @@ func (p *treePutter) symlink(rel string) (cid.Cid, uint64, error) {
 // one: the tree goes where it points (the same rules apply there) and the
 // link stays as it was. A symlink that leads nowhere is refused: GetTree
 // never replaces a link with a directory.
-func GetTree(ctx context.Context, st Store, c cid.Cid, dst string, opts *TreeOptions) error {
+func GetTree(ctx context.Context, st BlockReader, c cid.Cid, dst string, opts *TreeOptions) error {
 	if opts == nil {
 		opts = &TreeOptions{}
 	}
@@ -379,7 +379,7 @@ func cleanPath(p string) string {
 
 type treeGetter struct {
 	ctx      context.Context
-	st       Store
+	st       BlockReader
 	root     *os.Root
 	opts     *TreeOptions
 	done     int64

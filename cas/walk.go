@@ -20,8 +20,8 @@ type WalkOptions struct {
 // links are followed. A missing block is a [*NotFoundError]; a block whose
 // links cannot be read stops the walk: a walk that cannot see all links
 // must not report a partial closure as whole. visit runs inside
-// [Store.View], so it must not call the store (see View's contract).
-func Walk(ctx context.Context, st Store, roots []cid.Cid, opts *WalkOptions, visit func(c cid.Cid, data []byte) error) error {
+// [BlockReader.View], so it must not call the store (see View's contract).
+func Walk(ctx context.Context, st BlockReader, roots []cid.Cid, opts *WalkOptions, visit func(c cid.Cid, data []byte) error) error {
 	if opts == nil {
 		opts = &WalkOptions{}
 	}
@@ -76,7 +76,7 @@ func Walk(ctx context.Context, st Store, roots []cid.Cid, opts *WalkOptions, vis
 
 // CheckClosure returns nil if every block reachable from c is present
 // and intact, and otherwise the first problem found, naming the block.
-func CheckClosure(ctx context.Context, st Store, c cid.Cid) error {
+func CheckClosure(ctx context.Context, st BlockReader, c cid.Cid) error {
 	err := Walk(ctx, st, []cid.Cid{c}, &WalkOptions{SkipRawData: true}, func(cid.Cid, []byte) error { return nil })
 	if err != nil {
 		return fmt.Errorf("closure of %s: %w", c, err)

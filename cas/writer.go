@@ -8,7 +8,7 @@ const (
 	defaultBatchBlocks = 4096
 )
 
-// Writer gathers blocks and stores them in few, large [Store.Put] calls, so
+// Writer gathers blocks and stores them in few, large [BlockWriter.Put] calls, so
 // that putting thousands of small blocks costs a handful of transactions.
 // A full batch is stored in the background while the next one fills, so
 // hashing and reading overlap the store's writes and syncs; at most one

@@ -906,6 +906,14 @@ func (s *Store) DeletePin(ctx context.Context, name string) error {
 	})
 }
 
+// Pin returns the CID the pin name points at, from a single lookup; a
+// missing pin is an error wrapping [cas.ErrNotFound].
+func (s *Store) Pin(ctx context.Context, name string) (cid.Cid, error) {
+	return s.getName(ctx, func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(bucketPins) }, name, func() error {
+		return fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
+	})
+}
+
 // Pins returns every pin, sorted by name.
 func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 	end, err := s.begin(ctx, false)
@@ -964,6 +972,15 @@ func (s *Store) SetRefs(ctx context.Context, refs ...cas.Ref) error {
 
 // GetRef returns the CID ns/name points at.
 func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
+	return s.getName(ctx, func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(bucketRefs).Bucket([]byte(ns)) }, name, func() error {
+		return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+	})
+}
+
+// getName returns the CID stored under name in the bucket that in finds
+// (nil if there is none): one lookup in one read transaction. A missing
+// name is the error notFound returns.
+func (s *Store) getName(ctx context.Context, in func(*bolt.Tx) *bolt.Bucket, name string, notFound func() error) (cid.Cid, error) {
 	end, err := s.begin(ctx, false)
 	if err != nil {
 		return cid.Undef, err
@@ -971,13 +988,12 @@ func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
 	defer end()
 	var c cid.Cid
 	err = view(s.db, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketRefs).Bucket([]byte(ns))
 		var v []byte
-		if b != nil {
+		if b := in(tx); b != nil {
 			v = b.Get([]byte(name))
 		}
 		if v == nil {
-			return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
+			return notFound()
 		}
 		var err error
 		c, err = cas.CastCID(v)

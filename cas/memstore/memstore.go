@@ -216,6 +216,20 @@ func (s *Store) DeletePin(ctx context.Context, name string) error {
 	return nil
 }
 
+// Pin implements [cas.Store].
+func (s *Store) Pin(ctx context.Context, name string) (cid.Cid, error) {
+	unlock, err := s.read(ctx)
+	if err != nil {
+		return cid.Undef, err
+	}
+	defer unlock()
+	c, ok := s.pins[name]
+	if !ok {
+		return cid.Undef, fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
+	}
+	return c, nil
+}
+
 // Pins implements [cas.Store].
 func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
 	unlock, err := s.read(ctx)

@@ -9,8 +9,9 @@
 //
 // The suite checks what the written contract of [cas.Store] promises and
 // nothing more: round trips, idempotent and batched writes, not-found and
-// corruption errors, key order, context cancellation, pins, use after
-// Close, and concurrent use (run it under -race).
+// corruption errors, key order, context cancellation, pins (listed and
+// looked up one by one), refs, use after Close, and concurrent use (run
+// it under -race).
 package storetest
 
 import (
@@ -524,6 +525,8 @@ func (s *suite) testContextCancelled(t *testing.T) {
 	checkCancelled(t, "DeletePin", st.DeletePin(ctx, "ctx"))
 	_, err = st.Pins(ctx)
 	checkCancelled(t, "Pins", err)
+	_, err = st.Pin(ctx, "ctx")
+	checkCancelled(t, "Pin", err)
 
 	// Nothing changed.
 	if has(t, st, b.CID()) {
@@ -588,6 +591,9 @@ func (s *suite) testRefs(t *testing.T) {
 	// Refs and pins do not mix.
 	if pins, _ := st.Pins(ctx); len(pins) != 0 {
 		t.Errorf("Pins = %v; refs must not show as pins", pins)
+	}
+	if c, err := st.Pin(ctx, "r1"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("Pin(r1) = %s, %v; refs must not show as pins", c, err)
 	}
 	if _, err := st.GetRef(ctx, "runs", "nope"); !errors.Is(err, cas.ErrNotFound) {
 		t.Errorf("GetRef of a missing ref = %v, want ErrNotFound", err)
@@ -677,6 +683,20 @@ func (s *suite) testPins(t *testing.T) {
 		for _, p := range got {
 			if c, ok := want[p.Name]; !ok || !c.Equals(p.CID) {
 				t.Errorf("Pins has %s→%s, want %s→%s", p.Name, p.CID, p.Name, c)
+			}
+		}
+		// Pin finds each one alone, and no other name.
+		for name, c := range want {
+			if got, err := st.Pin(ctx, name); err != nil || !got.Equals(c) {
+				t.Errorf("Pin(%q) = %s, %v; want %s", name, got, err, c)
+			}
+		}
+		for _, name := range []string{"zeta", "never", "alph", "alpha/", "ALPHA", ""} {
+			if _, ok := want[name]; ok {
+				continue
+			}
+			if got, err := st.Pin(ctx, name); !errors.Is(err, cas.ErrNotFound) {
+				t.Errorf("Pin(%q) of a missing pin = %s, %v; want an error wrapping cas.ErrNotFound", name, got, err)
 			}
 		}
 	}
@@ -774,6 +794,9 @@ func (s *suite) testUseAfterClose(t *testing.T) {
 	}
 	if _, err := st.Pins(ctx); err == nil {
 		t.Error("Pins after Close: nil error")
+	}
+	if _, err := st.Pin(ctx, "p"); err == nil {
+		t.Error("Pin after Close: nil error")
 	}
 	_ = st.Close() // a second Close may fail but must not panic
 }
