@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // Every typed object hg verifies has a plan, and the plan's verdict on
@@ -17,17 +17,17 @@ func TestCanonicalPlansOfObjects(t *testing.T) {
 	l1 := cas.Link{Cid: cas.Sum(cas.DagCBOR, []byte("a"))}
 	l2 := cas.Link{Cid: cas.Sum(cas.Raw, []byte("b"))}
 	objects := []any{
-		&haygent.Receipt{Type: haygent.TypeReceipt, Run: "r", Package: l1, Input: l2, Permissions: l1, Head: l2,
-			Workspace: &l1, Output: &l2, Used: []string{"read:x"}, Denied: []haygent.Denied{{Verb: "v", Kind: "k", Target: "t", Rule: "r"}},
-			Steps: []haygent.StepRun{{Step: "s", Kind: "exec", Attempt: 1, Status: "ok"}}, Evidence: []cas.Link{l1},
-			Halt: &haygent.Halt{FailedGate: "g", LastEvidence: []cas.Link{l2}}, Transitions: 4, Signer: []byte{1, 2}, Signature: []byte{3}},
-		&haygent.Transition{Type: haygent.TypeTransition, Run: "r", Seq: 3, Input: l1, Output: l2, Package: l1, Permissions: l2,
+		&ledger.Receipt{Type: ledger.TypeReceipt, Run: "r", Package: l1, Input: l2, Permissions: l1, Head: l2,
+			Workspace: &l1, Output: &l2, Used: []string{"read:x"}, Denied: []ledger.Denied{{Verb: "v", Kind: "k", Target: "t", Rule: "r"}},
+			Steps: []ledger.StepRun{{Step: "s", Kind: "exec", Attempt: 1, Status: "ok"}}, Evidence: []cas.Link{l1},
+			Halt: &ledger.Halt{FailedGate: "g", LastEvidence: []cas.Link{l2}}, Transitions: 4, Signer: []byte{1, 2}, Signature: []byte{3}},
+		&ledger.Transition{Type: ledger.TypeTransition, Run: "r", Seq: 3, Input: l1, Output: l2, Package: l1, Permissions: l2,
 			Evidence: []cas.Link{l1, l2}, Prior: &l1, Note: "n", Adapter: "script"},
-		&haygent.Packet{Type: haygent.TypePacket, Payload: map[string]any{"a": int64(1), "b": []any{"c", 2.5, nil}}, Upstream: []cas.Link{l1}, Schema: "s"},
-		&haygent.Evidence{Type: haygent.TypeEvidence, Run: "r", Data: map[string]any{"exit": int64(0)},
-			Coverage: haygent.Coverage{Establishes: []string{"x"}}},
-		&haygent.GateResult{Type: haygent.TypeGate, Gate: "g", Read: []cas.Link{l1}},
-		&haygent.SlotCall{Type: haygent.TypeSlotCall, Projection: l1, Response: l2, Errors: []string{"e"}, Proposal: &l1},
+		&ledger.Packet{Type: ledger.TypePacket, Payload: map[string]any{"a": int64(1), "b": []any{"c", 2.5, nil}}, Upstream: []cas.Link{l1}, Schema: "s"},
+		&ledger.Evidence{Type: ledger.TypeEvidence, Run: "r", Data: map[string]any{"exit": int64(0)},
+			Coverage: ledger.Coverage{Establishes: []string{"x"}}},
+		&ledger.GateResult{Type: ledger.TypeGate, Gate: "g", Read: []cas.Link{l1}},
+		&ledger.SlotCall{Type: ledger.TypeSlotCall, Projection: l1, Response: l2, Errors: []string{"e"}, Proposal: &l1},
 	}
 	for _, obj := range objects {
 		name := reflect.TypeOf(obj).Elem().Name()

@@ -9,18 +9,19 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 )
 
 // approvalInput is the approver fixture's input: value, and an approval
 // of it made with key material from fixtures/keys.
 func approvalInput(t *testing.T, value any, approved any, keyFile string, issued time.Time, ttl time.Duration) map[string]any {
 	t.Helper()
-	key, err := haygent.LoadKey(filepath.Join(fixtures, "keys", keyFile))
+	key, err := ledger.LoadKey(filepath.Join(fixtures, "keys", keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := haygent.NewApproval(key, haygent.SubjectDigest(approved), haygent.DecisionApprove, issued, ttl)
+	a, err := ledger.NewApproval(key, ledger.SubjectDigest(approved), ledger.DecisionApprove, issued, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,21 +44,21 @@ func TestApprovals(t *testing.T) {
 	}{
 		{"current approval of the value", func(t *testing.T) map[string]any {
 			return approvalInput(t, "ship it", "ship it", "approver.key", now.Add(-time.Minute), time.Hour)
-		}, haygent.StatusPass, ""},
+		}, ledger.StatusPass, ""},
 		{"expired", func(t *testing.T) map[string]any {
 			return approvalInput(t, "ship it", "ship it", "approver.key", now.Add(-2*time.Hour), time.Hour)
-		}, haygent.StatusHalt, "expired at"},
+		}, ledger.StatusHalt, "expired at"},
 		{"not yet issued", func(t *testing.T) map[string]any {
 			return approvalInput(t, "ship it", "ship it", "approver.key", now.Add(time.Hour), time.Hour)
-		}, haygent.StatusHalt, "before it was issued"},
+		}, ledger.StatusHalt, "before it was issued"},
 		{"another value", func(t *testing.T) map[string]any {
 			return approvalInput(t, "ship that", "ship it", "approver.key", now.Add(-time.Minute), time.Hour)
-		}, haygent.StatusHalt, "but the step saw"},
+		}, ledger.StatusHalt, "but the step saw"},
 		{"signature altered", func(t *testing.T) map[string]any {
 			in := approvalInput(t, "ship it", "ship it", "approver.key", now.Add(-time.Minute), time.Hour)
 			in["approval"].(map[string]any)["expires_at"] = "2099-01-01T00:00:00Z" // stretched by hand
 			return in
-		}, haygent.StatusHalt, "does not verify"},
+		}, ledger.StatusHalt, "does not verify"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := memstore.New()
@@ -71,8 +72,8 @@ func TestApprovals(t *testing.T) {
 			}
 			// The runtime was honest either way: the receipt verifies,
 			// approvals included.
-			v := verify(t, st, res.ReceiptCID, trusted)
-			wantOK(t, v, haygent.CheckApprovals)
+			v := verifyOf(t, st, res.ReceiptCID, trusted)
+			wantOK(t, v, verify.CheckApprovals)
 		})
 	}
 
@@ -80,10 +81,10 @@ func TestApprovals(t *testing.T) {
 		stranger := copyPackage(t, "approver", map[string]string{"haygent.manifest.json": `{
 			"name": "approver", "version": "1.0.0", "objective": "o", "stakes": "high", "repair_budget": 0,
 			"timeouts": {"step": "10s", "run": "1m"}, "slots": {},
-			"approvers": ["` + haygent.FormatPublicKey(verifyPub) + `"]}`})
+			"approvers": ["` + ledger.FormatPublicKey(verifyPub) + `"]}`})
 		st := memstore.New()
 		res := runHaygent(t, st, stranger, runOpts{input: approvalInput(t, "x", "x", "approver.key", now.Add(-time.Minute), time.Hour)})
-		if res.Receipt.Status != haygent.StatusHalt {
+		if res.Receipt.Status != ledger.StatusHalt {
 			t.Fatalf("status %s, want HALT", res.Receipt.Status)
 		}
 		if ev := approvalEvidence(t, st, res.Receipt); !strings.Contains(ev.Data["reason"].(string), "not among the package's approvers") {
@@ -100,31 +101,31 @@ func TestVerifyApprovalUsedLate(t *testing.T) {
 	now := fixedClock()
 	res := runHaygent(t, st, filepath.Join(fixtures, "haygents", "approver"),
 		runOpts{input: approvalInput(t, "ship it", "ship it", "approver.key", now.Add(-time.Minute), 10*time.Minute)})
-	if res.Receipt.Status != haygent.StatusPass {
+	if res.Receipt.Status != ledger.StatusPass {
 		t.Fatalf("fixture run: %s", res.Receipt.Status)
 	}
 	r := loadReceipt(t, st, res.ReceiptCID)
 	ts, _ := chainOf(t, st, r)
-	var ev haygent.Evidence
+	var ev ledger.Evidence
 	loadObject(t, st, ts[0].Evidence[0].Cid, &ev)
 	ev.ObservedAt = now.Add(time.Hour).Format(time.RFC3339Nano) // used an hour later, still "valid"
 	forged := cas.Link{Cid: putObject(t, st, &ev)}
 	ts[0].Evidence = []cas.Link{forged}
 	r.Evidence[0] = forged
-	v := verify(t, st, relink(t, st, r, ts), trusted)
-	wantPassed(t, v, haygent.CheckSignature)
-	wantFailed(t, v, haygent.CheckApprovals, "seq 0 (step approve)", "recorded as a valid approval", "expired at")
+	v := verifyOf(t, st, relink(t, st, r, ts), trusted)
+	wantPassed(t, v, verify.CheckSignature)
+	wantFailed(t, v, verify.CheckApprovals, "seq 0 (step approve)", "recorded as a valid approval", "expired at")
 }
 
-func approvalEvidence(t *testing.T, st *memstore.Store, r *haygent.Receipt) haygent.Evidence {
+func approvalEvidence(t *testing.T, st *memstore.Store, r *ledger.Receipt) ledger.Evidence {
 	t.Helper()
 	for _, l := range r.Evidence {
-		var ev haygent.Evidence
+		var ev ledger.Evidence
 		loadObject(t, st, l.Cid, &ev)
 		if ev.Kind == "approval" {
 			return ev
 		}
 	}
 	t.Fatal("no approval evidence")
-	return haygent.Evidence{}
+	return ledger.Evidence{}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -43,7 +45,7 @@ func benchRun(b *testing.B, pkgDir string, st cas.Store) time.Duration {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.Receipt.Status != haygent.StatusPass {
+		if res.Receipt.Status != ledger.StatusPass {
 			b.Fatalf("status %s: %+v", res.Receipt.Status, res.Receipt.Halt)
 		}
 		return time.Since(start)
@@ -110,21 +112,21 @@ func BenchmarkVerifyReceipt(b *testing.B) {
 	}
 	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
 	known := map[cid.Cid]bool{res.Receipt.Package.Cid: true}
-	verify := func() {
+	verifyOnce := func() {
 		// A verifier on another machine has checked no signature before.
-		haygent.ForgetSignatures()
-		v, err := haygent.VerifyReceiptKnown(context.Background(), st, res.ReceiptCID, trusted, known)
+		ledger.ForgetSignatures()
+		v, err := verify.VerifyReceiptKnown(context.Background(), st, res.ReceiptCID, trusted, known)
 		if err != nil || !v.OK() {
 			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
 		}
 	}
 	// Each op is many verifications after a warm-up, so that make bench's
 	// single op measures the steady state.
-	verify()
+	verifyOnce()
 	b.ResetTimer()
 	for b.Loop() {
 		for range microOps {
-			verify()
+			verifyOnce()
 		}
 	}
 	b.ReportMetric(float64(b.N*microOps*int(res.Receipt.Transitions))/b.Elapsed().Seconds(), "transitions/s")
@@ -161,7 +163,7 @@ func BenchmarkRunVerify(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := haygent.VerifyReceiptKnown(ctx, st, res.ReceiptCID, trusted, known)
+		v, err := verify.VerifyReceiptKnown(ctx, st, res.ReceiptCID, trusted, known)
 		if err != nil || !v.OK() {
 			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
 		}

@@ -15,6 +15,9 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/report"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -160,19 +163,19 @@ func runCase(t *testing.T, file string) {
 		t.Fatalf("run: %v", err)
 	}
 	r := res.Receipt
-	var report bytes.Buffer
-	if l, err := haygent.LoadLedger(context.Background(), st, res.ReceiptCID); err != nil {
+	var out bytes.Buffer
+	if l, err := ledger.LoadLedger(context.Background(), st, res.ReceiptCID); err != nil {
 		t.Fatalf("load ledger: %v", err)
-	} else if err := haygent.WriteReport(&report, l); err != nil {
+	} else if err := report.WriteReport(&out, l); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report:\n%s", report.String())
+	t.Logf("report:\n%s", out.String())
 
 	if err := r.VerifySignature(); err != nil {
 		t.Errorf("signature: %v", err)
 	}
 	// The verifier, from the store alone, agrees with every verdict.
-	if v, err := haygent.VerifyReceipt(context.Background(), st, res.ReceiptCID, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}); err != nil || !v.OK() {
+	if v, err := verify.VerifyReceipt(context.Background(), st, res.ReceiptCID, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}); err != nil || !v.OK() {
 		if err == nil {
 			err = fmt.Errorf("%+v", *v.FirstFailure())
 		}
@@ -181,10 +184,10 @@ func runCase(t *testing.T, file string) {
 	if r.Status != c.Expect.Status {
 		t.Fatalf("status %s, want %s", r.Status, c.Expect.Status)
 	}
-	if r.Status == haygent.StatusPass && r.Halt != nil {
+	if r.Status == ledger.StatusPass && r.Halt != nil {
 		t.Errorf("PASS with a halt record")
 	}
-	if r.Status == haygent.StatusHalt {
+	if r.Status == ledger.StatusHalt {
 		if r.Halt == nil {
 			t.Fatal("HALT without a halt record")
 		}
@@ -231,8 +234,8 @@ func runCase(t *testing.T, file string) {
 		grepStore(t, st, c.Expect.AbsentInStore)
 	}
 	for _, want := range c.Expect.ReportContains {
-		if !strings.Contains(report.String(), want) {
-			t.Errorf("the report does not show %q", want)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the out does not show %q", want)
 		}
 	}
 	if c.Expect.OutsideUnchanged {

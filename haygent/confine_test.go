@@ -10,6 +10,7 @@ import (
 
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // TestStepCannotPoisonBuildCache: the shared Go build cache is read-only
@@ -31,7 +32,7 @@ func TestStepCannotPoisonBuildCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Receipt.Status != haygent.StatusHalt {
+	if res.Receipt.Status != ledger.StatusHalt {
 		t.Errorf("status %s, want HALT", res.Receipt.Status)
 	}
 	if _, err := os.Stat(poison); err == nil {

@@ -1,6 +1,5 @@
 // Package haygent is a Haygent: a deterministic, contract-bound process
-// with narrow slots where a model may propose values, and the record it
-// leaves.
+// with narrow slots where a model may propose values.
 //
 // A package directory ([Load]) holds the manifest, contracts (JSON
 // Schemas), permissions, the spine of steps, and gates; its lint refuses
@@ -12,17 +11,17 @@
 // (haygent/gate) over evidence the runtime observed; anything else ends in
 // a HALT that says why and where to restart.
 //
-// Every step leaves a transition, chained to the one before; the
-// [Receipt] is built from that ledger alone, signed with the runner's key
-// ([LoadKey]) and stored, and its CID is the result. [VerifyReceipt] and
-// [ChainVerifier] check a receipt from its blocks and trusted keys alone,
-// recomputing every gate; [Replay] runs it again with the recorded slot
-// answers and compares; [LoadLedger] and [WriteReport] read it for people.
+// Every step leaves a transition, chained to the one before; the receipt
+// is built from that ledger alone, signed with the runner's key and
+// stored, and its CID is the result. The record lives in packages of its
+// own, so that the checker does not live inside what it checks:
+// haygent/ledger (the objects, receipts, keys, approvals, reading a
+// chain back), haygent/verify (checking a receipt from its blocks and
+// trusted keys alone), haygent/replay (running it again with the recorded
+// slot answers) and haygent/report (rendering a ledger for people).
 //
 // Files of one concept: run.go (the runtime), isolation.go and gocache.go
-// (what exec steps are given), freshness.go (evidence against the
-// workspace it vouches for), reportorigin.go (a report only its step
-// wrote), receipt.go and objects.go (the ledger's objects), verify.go,
-// replay.go, report.go, package.go and steplint.go (the package and its
-// lint).
+// (what exec steps are given), reportorigin.go (a report only its step
+// wrote), largevalue.go (packets over the block limit), package.go and
+// steplint.go (the package and its lint).
 package haygent

@@ -9,6 +9,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -58,7 +60,7 @@ func TestFinalWorkspace(t *testing.T) {
 		if r.FinalWorkspace == nil || r.Workspace == nil || r.FinalWorkspace.Cid != r.Workspace.Cid {
 			t.Fatalf("final workspace %v, start %v: a run that changed nothing leaves the workspace it found", r.FinalWorkspace, r.Workspace)
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted), haygent.CheckIndex)
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), verify.CheckIndex)
 
 		// Forged: another tree, re-signed by the trusted key.
 		other := putObject(t, st, &cas.TreeNode{Type: cas.TypeTree, Entries: []cas.TreeEntry{}})
@@ -67,7 +69,7 @@ func TestFinalWorkspace(t *testing.T) {
 		if other == r.Workspace.Cid {
 			t.Fatal("the start tree is the empty tree: the forgery would change nothing")
 		}
-		wantFailed(t, verify(t, st, resign(t, st, forged, verifyKey), trusted), haygent.CheckIndex,
+		wantFailed(t, verifyOf(t, st, resign(t, st, forged, verifyKey), trusted), verify.CheckIndex,
 			"no step applied a change", other.String())
 
 		// Not a tree: a file object, re-signed.
@@ -77,7 +79,7 @@ func TestFinalWorkspace(t *testing.T) {
 		}
 		forged = loadReceipt(t, st, res.ReceiptCID)
 		forged.FinalWorkspace = &cas.Link{Cid: file}
-		wantFailed(t, verify(t, st, resign(t, st, forged, verifyKey), trusted), haygent.CheckCanonical,
+		wantFailed(t, verifyOf(t, st, resign(t, st, forged, verifyKey), trusted), verify.CheckCanonical,
 			"final workspace "+file.String(), "not an hg/tree@1")
 	})
 
@@ -100,21 +102,21 @@ func TestFinalWorkspace(t *testing.T) {
 		if got := treeFile(t, st, r.Workspace.Cid, "out.txt"); got == want {
 			t.Fatal("the start workspace already holds the written file")
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted), haygent.CheckIndex)
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), verify.CheckIndex)
 	})
 
 	t.Run("observed by the gates", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, execWriter(t), runOpts{files: map[string]string{"data.bin": "kept"}})
 		r := res.Receipt
-		if r.Status != haygent.StatusPass {
+		if r.Status != ledger.StatusPass {
 			t.Fatalf("status %s: %+v", r.Status, r.Halt)
 		}
 		ts, _ := chainOf(t, st, r)
 		head := ts[len(ts)-1]
-		var observed haygent.Evidence
+		var observed ledger.Evidence
 		loadObject(t, st, head.Evidence[0].Cid, &observed)
-		if head.Kind != "gates" || observed.Kind != haygent.KindWorkspace {
+		if head.Kind != "gates" || observed.Kind != ledger.KindWorkspace {
 			t.Fatalf("head %s with %s evidence: the fixture no longer ends in an observation", head.Kind, observed.Kind)
 		}
 		if r.FinalWorkspace == nil || r.FinalWorkspace.Cid != observed.Workspace.Cid {
@@ -123,19 +125,19 @@ func TestFinalWorkspace(t *testing.T) {
 		if treeFile(t, st, r.FinalWorkspace.Cid, "made.txt") == cid.Undef || treeFile(t, st, r.FinalWorkspace.Cid, "data.bin") == cid.Undef {
 			t.Fatal("the final workspace lacks the step's output or the file it started with")
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted), haygent.CheckIndex)
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), verify.CheckIndex)
 
 		// Forged: the start tree, as if the step's output had not been
 		// made, re-signed by the trusted key.
 		forged := loadReceipt(t, st, res.ReceiptCID)
 		forged.FinalWorkspace = r.Workspace
-		wantFailed(t, verify(t, st, resign(t, st, forged, verifyKey), trusted), haygent.CheckIndex,
+		wantFailed(t, verifyOf(t, st, resign(t, st, forged, verifyKey), trusted), verify.CheckIndex,
 			"head transition", observed.Workspace.Cid.String())
 		// Dropped: a receipt without one (as made before it was recorded)
 		// claims no final workspace and still verifies.
 		forged = loadReceipt(t, st, res.ReceiptCID)
 		forged.FinalWorkspace = nil
-		wantOK(t, verify(t, st, resign(t, st, forged, verifyKey), trusted))
+		wantOK(t, verifyOf(t, st, resign(t, st, forged, verifyKey), trusted))
 	})
 
 	t.Run("no workspace", func(t *testing.T) {
@@ -152,6 +154,6 @@ func TestFinalWorkspace(t *testing.T) {
 		if r.FinalWorkspace == nil || r.FinalWorkspace.Cid != haygent.EmptyTree() || r.Workspace.Cid != haygent.EmptyTree() {
 			t.Fatalf("workspace %v, final %v: a run given none starts and ends with the empty tree %s", r.Workspace, r.FinalWorkspace, haygent.EmptyTree())
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // TestGateLintKnowsEvidenceTypes: the gate lint probes a field of a kind
@@ -48,7 +49,7 @@ func TestGateLintKnowsEvidenceTypes(t *testing.T) {
 			t.Fatalf("%s: %v", r.dir, err)
 		}
 		for _, l := range res.Receipt.Evidence {
-			var ev haygent.Evidence
+			var ev ledger.Evidence
 			loadObject(t, st, l.Cid, &ev)
 			for f, v := range ev.Data {
 				want := gate.FieldType(ev.Kind, f)

@@ -2,13 +2,11 @@ package haygent
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -29,9 +27,9 @@ import (
 // out of line. Any other object over the limit is an error naming the
 // limit: no block over it is ever stored.
 func (r *runner) fitBlock(v any, data []byte) ([]byte, error) {
-	p, ok := v.(*Packet)
+	p, ok := v.(*ledger.Packet)
 	if !ok {
-		name := typeOf(v)
+		name := ledger.TypeOf(v)
 		if name == "" {
 			name = fmt.Sprintf("%T", v)
 		}
@@ -71,145 +69,6 @@ func checkInputLinks(input map[string]any) error {
 		return fmt.Errorf("input: holds a link, which no JSON input can (give the CID as a string): %w", cas.ErrInvalid)
 	}
 	return nil
-}
-
-// outlinedReader reads the values stored out of line of one store, each
-// once.
-type outlinedReader struct {
-	ctx  context.Context
-	st   cas.Store
-	read map[cid.Cid]any
-}
-
-func (o *outlinedReader) get(c cid.Cid) (any, error) {
-	if v, ok := o.read[c]; ok {
-		return v, nil
-	}
-	v, err := cas.ReadOutlined(o.ctx, o.st, c)
-	if err != nil {
-		return nil, err
-	}
-	if o.read == nil {
-		o.read = map[cid.Cid]any{}
-	}
-	o.read[c] = v
-	return v, nil
-}
-
-// InlinePayload returns payload with the values a stored packet holds out
-// of line read back from st: the payload as the runtime had it. A payload
-// without links is returned as it is. A value that cannot be read gives
-// an error wrapping the store's, or [cas.ErrNotCanonical] or
-// [cas.ErrInvalid] for a file that is not what an outlined value is.
-func InlinePayload(ctx context.Context, st cas.Store, payload map[string]any) (map[string]any, error) {
-	if !cas.HasLink(payload) {
-		return payload, nil
-	}
-	o := &outlinedReader{ctx: ctx, st: st}
-	return cas.Inline(payload, o.get)
-}
-
-// readOutlined puts back, in the input and output packets the
-// verification returns, the values their payloads hold out of line, and
-// reads those of every other packet the chain links, so that the
-// canonical-form check covers them. A value that cannot be read is a
-// canonical-form problem, and the input or output packet holding it is
-// not returned. Packets without links (every packet of a run whose
-// values fit in blocks) cost one comparison each.
-func (vr *verifier) readOutlined(r *Receipt) error {
-	// A value every state holds is named once, not once per packet.
-	reported := map[string]bool{}
-	problem := func(c cid.Cid, err error) {
-		if !reported[err.Error()] {
-			reported[err.Error()] = true
-			vr.canon.add("packet %s: %v", c, err)
-		}
-	}
-	var o *outlinedReader
-	reader := func() *outlinedReader {
-		if o == nil {
-			o = &outlinedReader{ctx: vr.ctx, st: vr.st}
-		}
-		return o
-	}
-	for _, l := range []*cas.Link{&r.Input, r.Output} {
-		if l == nil {
-			continue
-		}
-		p, ok := vr.decoded[l.Cid].(*Packet)
-		if !ok || len(vr.linksOf[l.Cid]) == len(p.Upstream) {
-			continue
-		}
-		payload, err := cas.Inline(p.Payload, reader().get)
-		if err != nil {
-			if cerr := vr.ctx.Err(); cerr != nil {
-				return cerr
-			}
-			if _, isData := blockProblem(err); !isData {
-				return fmt.Errorf("verify %s: packet %s: %w", vr.v.Receipt, l.Cid, err)
-			}
-			problem(l.Cid, err)
-			delete(vr.decoded, l.Cid)
-			vr.undecodable[l.Cid] = true
-			continue
-		}
-		p.Payload = payload
-	}
-	// The packets checked but not decoded (the states between steps,
-	// projections, proposals): those with links are rare, and read whole.
-	var linked []cid.Cid
-	for c := range vr.checked {
-		if len(vr.linksOf[c]) > 0 {
-			linked = append(linked, c)
-		}
-	}
-	slices.SortFunc(linked, func(a, b cid.Cid) int { return strings.Compare(a.KeyString(), b.KeyString()) })
-	for _, c := range linked {
-		var p Packet
-		err := vr.st.View(vr.ctx, c, func(data []byte) error { return cas.Unmarshal(data, &p) })
-		if err == nil {
-			_, err = cas.Inline(p.Payload, reader().get)
-		}
-		if err != nil {
-			if cerr := vr.ctx.Err(); cerr != nil {
-				return cerr
-			}
-			if _, isData := blockProblem(err); !isData {
-				return fmt.Errorf("verify %s: packet %s: %w", vr.v.Receipt, c, err)
-			}
-			problem(c, err)
-		}
-	}
-	return nil
-}
-
-// outlinedVolatile reports whether the time-free form of p (packetWork)
-// must read values p holds out of line: whether a link sits at or above
-// a place volatileState names.
-func outlinedVolatile(p *Packet) bool {
-	if !cas.HasLink(p.Payload) {
-		return false
-	}
-	switch p.Schema {
-	case "":
-		return cas.HasLink(p.Payload["failures"])
-	case "projection":
-		for ptr, v := range p.Payload {
-			path, err := splitPointer(ptr)
-			if ptr == "" {
-				path, err = nil, nil
-			}
-			if err != nil || !cas.HasLink(v) {
-				continue
-			}
-			for _, pat := range volatileState {
-				if len(path) < len(pat) && matchPath(pat[:len(path)], path) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // tooLargeInput says that an error storing the input packet is about

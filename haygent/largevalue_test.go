@@ -11,6 +11,9 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/replay"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -50,7 +53,7 @@ func TestLargeInput(t *testing.T) {
 	st := memstore.New()
 	value := largeText("value", 20<<20)
 	res := replayRun(t, st, "echo", map[string]any{"value": value, "trail": []any{"small"}}, "", "")
-	if res.Receipt.Status != haygent.StatusPass {
+	if res.Receipt.Status != ledger.StatusPass {
 		t.Fatalf("status %s: %+v", res.Receipt.Status, res.Receipt.Halt)
 	}
 	// Seven packets hold the value (the input, three states before and
@@ -58,7 +61,7 @@ func TestLargeInput(t *testing.T) {
 	if total := storeWithin(t, st); total > len(value)+(1<<20) {
 		t.Errorf("the store holds %d bytes for a value of %d", total, len(value))
 	}
-	v := verify(t, st, res.ReceiptCID, []ed25519.PublicKey{replayKey.Public().(ed25519.PublicKey)})
+	v := verifyOf(t, st, res.ReceiptCID, []ed25519.PublicKey{replayKey.Public().(ed25519.PublicKey)})
 	if !v.OK() {
 		t.Fatalf("verification failed: %+v", v.FirstFailure())
 	}
@@ -68,7 +71,7 @@ func TestLargeInput(t *testing.T) {
 	if v.Output == nil || v.Output.Payload["value"] != value {
 		t.Fatal("the verified output packet does not hold the value")
 	}
-	mustAgree(t, st, res.ReceiptCID, 4, haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, 4, replay.Options{})
 }
 
 // A value stored out of line that is missing or damaged fails the
@@ -79,7 +82,7 @@ func TestLargeInputDamaged(t *testing.T) {
 	st := memstore.New()
 	value := largeText("value", 6<<20)
 	res := replayRun(t, st, "echo", map[string]any{"value": value}, "", "")
-	var in haygent.Packet
+	var in ledger.Packet
 	loadObject(t, st, res.Receipt.Input.Cid, &in)
 	file, ok := cas.LinkOf(in.Payload["value"])
 	if !ok {
@@ -92,13 +95,13 @@ func TestLargeInputDamaged(t *testing.T) {
 	if err := st.Delete(ctx, node.Links[2].Cid); err != nil {
 		t.Fatal(err)
 	}
-	v := verify(t, st, res.ReceiptCID, []ed25519.PublicKey{replayKey.Public().(ed25519.PublicKey)})
-	wantFailed(t, v, haygent.CheckBlocks, node.Links[2].Cid.String(), "missing")
-	wantFailed(t, v, haygent.CheckCanonical, "outlined value "+file.String())
+	v := verifyOf(t, st, res.ReceiptCID, []ed25519.PublicKey{replayKey.Public().(ed25519.PublicKey)})
+	wantFailed(t, v, verify.CheckBlocks, node.Links[2].Cid.String(), "missing")
+	wantFailed(t, v, verify.CheckCanonical, "outlined value "+file.String())
 	if v.Input != nil {
 		t.Error("an input packet whose value cannot be read was handed out")
 	}
-	if _, err := haygent.Replay(ctx, st, res.ReceiptCID, haygent.ReplayOptions{}); !errors.Is(err, haygent.ErrIncomplete) {
+	if _, err := replay.Run(ctx, st, res.ReceiptCID, replay.Options{}); !errors.Is(err, replay.ErrIncomplete) {
 		t.Errorf("replay: %v, want ErrIncomplete", err)
 	}
 }

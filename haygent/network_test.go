@@ -12,6 +12,8 @@ import (
 
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/report"
 )
 
 // TestNetworkGrantReachesHost: a step granted network:127.0.0.1:PORT
@@ -47,12 +49,12 @@ func TestNetworkGrantReachesHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Receipt; r.Status != haygent.StatusPass || len(r.Denied) != 0 {
-		var report bytes.Buffer
-		if l, err := haygent.LoadLedger(context.Background(), st, res.ReceiptCID); err == nil {
-			haygent.WriteReport(&report, l)
+	if r := res.Receipt; r.Status != ledger.StatusPass || len(r.Denied) != 0 {
+		var out bytes.Buffer
+		if l, err := ledger.LoadLedger(context.Background(), st, res.ReceiptCID); err == nil {
+			report.WriteReport(&out, l)
 		}
-		t.Fatalf("status %s, denied %v; want PASS and none\n%s", r.Status, r.Denied, report.String())
+		t.Fatalf("status %s, denied %v; want PASS and none\n%s", r.Status, r.Denied, out.String())
 	}
 	if accepted.Load() == 0 {
 		t.Error("the granted listener saw no connection")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/perm"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -327,7 +328,7 @@ func checkManifest(m *Manifest, add func(string, string, ...any)) {
 		add(f, "max_attempts %d: want 1 to 100, or nothing", m.MaxAttempts)
 	}
 	for i, k := range m.Approvers {
-		if _, err := ParsePublicKey(k); err != nil {
+		if _, err := ledger.ParsePublicKey(k); err != nil {
 			add(f, "approvers[%d]: %v", i, err)
 		}
 	}

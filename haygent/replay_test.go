@@ -17,6 +17,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/replay"
 	"github.com/ipfs/go-cid"
 )
 
@@ -58,10 +60,10 @@ func countBlocks(t *testing.T, st cas.Store) int {
 }
 
 // mustAgree replays c and requires full agreement over want transitions.
-func mustAgree(t *testing.T, st cas.Store, c cid.Cid, want int, opts haygent.ReplayOptions) *haygent.ReplayResult {
+func mustAgree(t *testing.T, st cas.Store, c cid.Cid, want int, opts replay.Options) *replay.Result {
 	t.Helper()
 	before := countBlocks(t, st)
-	res, err := haygent.Replay(context.Background(), st, c, opts)
+	res, err := replay.Run(context.Background(), st, c, opts)
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -81,8 +83,8 @@ func TestReplayBuiltin(t *testing.T) {
 	st := memstore.New()
 	res := replayRun(t, st, "echo", map[string]any{"value": "hello", "trail": []any{"a", "b"}}, "", "")
 	// copy, trail, check, gates
-	got := mustAgree(t, st, res.ReceiptCID, 4, haygent.ReplayOptions{})
-	if got.Workspace != haygent.WorkspaceSnapshot || got.Run != res.Receipt.Run || got.Haygent != "echo@1.0.0" {
+	got := mustAgree(t, st, res.ReceiptCID, 4, replay.Options{})
+	if got.Workspace != replay.WorkspaceSnapshot || got.Run != res.Receipt.Run || got.Haygent != "echo@1.0.0" {
 		t.Errorf("result %+v", got)
 	}
 }
@@ -92,10 +94,10 @@ func TestReplaySlotsAndRepair(t *testing.T) {
 	// through the same slot, the second stopped as a repeat.
 	st := memstore.New()
 	res := replayRun(t, st, "claimer", map[string]any{"task": "did the tests pass?"}, "claimer.json", "")
-	if res.Receipt.Status != haygent.StatusHalt || res.Receipt.Repairs != 2 || len(res.Receipt.SlotCalls) < 3 {
+	if res.Receipt.Status != ledger.StatusHalt || res.Receipt.Repairs != 2 || len(res.Receipt.SlotCalls) < 3 {
 		t.Fatalf("the fixture changed: %s, %d repairs, %d slot calls", res.Receipt.Status, res.Receipt.Repairs, len(res.Receipt.SlotCalls))
 	}
-	mustAgree(t, st, res.ReceiptCID, int(res.Receipt.Transitions), haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, int(res.Receipt.Transitions), replay.Options{})
 }
 
 func TestReplayExecRepair(t *testing.T) {
@@ -108,10 +110,10 @@ func TestReplayExecRepair(t *testing.T) {
 	unpackTxtar(t, filepath.Join(fixtures, "workspaces", "calc.txtar"), ws)
 	st := memstore.New()
 	res := replayRun(t, st, "gotest", nil, "gotest-fix.json", ws)
-	if res.Receipt.Status != haygent.StatusPass || res.Receipt.Repairs != 1 {
+	if res.Receipt.Status != ledger.StatusPass || res.Receipt.Repairs != 1 {
 		t.Fatalf("the fixture changed: %s, %d repairs", res.Receipt.Status, res.Receipt.Repairs)
 	}
-	mustAgree(t, st, res.ReceiptCID, int(res.Receipt.Transitions), haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, int(res.Receipt.Transitions), replay.Options{})
 }
 
 func TestReplayWorkspace(t *testing.T) {
@@ -122,12 +124,12 @@ func TestReplayWorkspace(t *testing.T) {
 	}
 	st := memstore.New()
 	res := replayRun(t, st, "roundtrip", nil, "", ws)
-	mustAgree(t, st, res.ReceiptCID, 2, haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, 2, replay.Options{})
 
 	// Given the same directory, the replay agrees and says where its
 	// workspace came from; the directory is not touched.
-	got := mustAgree(t, st, res.ReceiptCID, 2, haygent.ReplayOptions{Workspace: ws})
-	if got.Workspace != haygent.WorkspaceDir || len(got.Notes) == 0 || !strings.Contains(got.Notes[0], ws) {
+	got := mustAgree(t, st, res.ReceiptCID, 2, replay.Options{Workspace: ws})
+	if got.Workspace != replay.WorkspaceDir || len(got.Notes) == 0 || !strings.Contains(got.Notes[0], ws) {
 		t.Errorf("workspace %q, notes %q", got.Workspace, got.Notes)
 	}
 
@@ -137,11 +139,11 @@ func TestReplayWorkspace(t *testing.T) {
 	if err := st.Delete(ctx, res.Receipt.Workspace.Cid); err != nil {
 		t.Fatal(err)
 	}
-	out, err := haygent.Replay(ctx, st, res.ReceiptCID, haygent.ReplayOptions{})
+	out, err := replay.Run(ctx, st, res.ReceiptCID, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.OK() || out.Workspace != haygent.WorkspaceEmpty || len(out.Notes) == 0 || !strings.Contains(out.Notes[0], "--workspace") {
+	if out.OK() || out.Workspace != replay.WorkspaceEmpty || len(out.Notes) == 0 || !strings.Contains(out.Notes[0], "--workspace") {
 		t.Fatalf("result %+v", out)
 	}
 	if d := out.Divergence; d.Seq != -1 || d.Field != "workspace" || d.Recorded != res.Receipt.Workspace.String() {
@@ -158,13 +160,13 @@ func TestReplayTamperedEvidence(t *testing.T) {
 	st := memstore.New()
 	res := replayRun(t, st, "echo", map[string]any{"value": "hello"}, "", "")
 	forged := forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
-		if typ != haygent.TypeEvidence || n["step"] != "check" {
+		if typ != ledger.TypeEvidence || n["step"] != "check" {
 			return false
 		}
 		n["data"].(map[string]any)["a"] = strings.Repeat("0", 64)
 		return true
 	})
-	out, err := haygent.Replay(context.Background(), st, forged, haygent.ReplayOptions{})
+	out, err := replay.Run(context.Background(), st, forged, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +187,15 @@ func TestReplayTamperedEvidence(t *testing.T) {
 func TestReplaySwappedProposal(t *testing.T) {
 	st := memstore.New()
 	res := replayRun(t, st, "claimer", map[string]any{"task": "did the tests pass?"}, "claimer.json", "")
-	other := putObject(t, st, &haygent.Packet{Type: haygent.TypePacket, Schema: haygent.AdjustSchema, Payload: map[string]any{"summary": "a forged summary"}})
+	other := putObject(t, st, &ledger.Packet{Type: ledger.TypePacket, Schema: haygent.AdjustSchema, Payload: map[string]any{"summary": "a forged summary"}})
 	forged := forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
-		if typ != haygent.TypeSlotCall || n["verdict"] != "accepted" || n["try"] != int64(2) {
+		if typ != ledger.TypeSlotCall || n["verdict"] != "accepted" || n["try"] != int64(2) {
 			return false // the first transition's second try, the only one
 		}
 		n["proposal"] = other
 		return true
 	})
-	out, err := haygent.Replay(context.Background(), st, forged, haygent.ReplayOptions{})
+	out, err := replay.Run(context.Background(), st, forged, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +214,13 @@ func TestReplayProposalsRunOut(t *testing.T) {
 	st := memstore.New()
 	res := replayRun(t, st, "claimer", map[string]any{"task": "did the tests pass?"}, "claimer.json", "")
 	forged := forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
-		if typ != haygent.TypeTransition || n["seq"] != int64(0) {
+		if typ != ledger.TypeTransition || n["seq"] != int64(0) {
 			return false
 		}
 		n["slot_calls"] = n["slot_calls"].([]any)[:1]
 		return true
 	})
-	out, err := haygent.Replay(context.Background(), st, forged, haygent.ReplayOptions{})
+	out, err := replay.Run(context.Background(), st, forged, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +233,13 @@ func TestReplayProposalsRunOut(t *testing.T) {
 
 	// Every recorded call dropped: the replay runs out at once.
 	forged = forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
-		if typ != haygent.TypeTransition || len(n["slot_calls"].([]any)) == 0 {
+		if typ != ledger.TypeTransition || len(n["slot_calls"].([]any)) == 0 {
 			return false
 		}
 		n["slot_calls"] = []any{}
 		return true
 	})
-	out, err = haygent.Replay(context.Background(), st, forged, haygent.ReplayOptions{})
+	out, err = replay.Run(context.Background(), st, forged, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,14 +254,14 @@ func TestReplayMissingBlocks(t *testing.T) {
 	res := replayRun(t, st, "echo", map[string]any{"value": 1}, "", "")
 
 	// No such receipt: an error, not a finding about the ledger.
-	if _, err := haygent.Replay(ctx, st, cas.Sum(cas.DagCBOR, []byte("nothing")), haygent.ReplayOptions{}); !errors.Is(err, cas.ErrNotFound) || errors.Is(err, haygent.ErrIncomplete) {
+	if _, err := replay.Run(ctx, st, cas.Sum(cas.DagCBOR, []byte("nothing")), replay.Options{}); !errors.Is(err, cas.ErrNotFound) || errors.Is(err, replay.ErrIncomplete) {
 		t.Errorf("unknown receipt: %v", err)
 	}
 	// A transition gone: the ledger is incomplete.
 	if err := st.Delete(ctx, res.Receipt.Head.Cid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := haygent.Replay(ctx, st, res.ReceiptCID, haygent.ReplayOptions{}); !errors.Is(err, haygent.ErrIncomplete) {
+	if _, err := replay.Run(ctx, st, res.ReceiptCID, replay.Options{}); !errors.Is(err, replay.ErrIncomplete) {
 		t.Errorf("missing transition: %v", err)
 	}
 	// The package gone: incomplete too, naming it.
@@ -267,8 +269,8 @@ func TestReplayMissingBlocks(t *testing.T) {
 	if err := st.Delete(ctx, res.Receipt.Package.Cid); err != nil {
 		t.Fatal(err)
 	}
-	_, err := haygent.Replay(ctx, st, res.ReceiptCID, haygent.ReplayOptions{})
-	if !errors.Is(err, haygent.ErrIncomplete) || !strings.Contains(err.Error(), res.Receipt.Package.String()) {
+	_, err := replay.Run(ctx, st, res.ReceiptCID, replay.Options{})
+	if !errors.Is(err, replay.ErrIncomplete) || !strings.Contains(err.Error(), res.Receipt.Package.String()) {
 		t.Errorf("missing package: %v", err)
 	}
 }
@@ -287,7 +289,7 @@ func TestReplayFixedClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAgree(t, st, res.ReceiptCID, 4, haygent.ReplayOptions{Now: time.Now})
+	mustAgree(t, st, res.ReceiptCID, 4, replay.Options{Now: time.Now})
 }
 
 // forgeLedger rewrites the ledger of a receipt as a forger holding the
@@ -298,8 +300,8 @@ func TestReplayFixedClock(t *testing.T) {
 func forgeLedger(t *testing.T, st cas.Store, receipt cid.Cid, edit func(typ string, node map[string]any) bool) cid.Cid {
 	t.Helper()
 	ctx := context.Background()
-	ledger := map[string]bool{haygent.TypeTransition: true, haygent.TypeEvidence: true, haygent.TypeGate: true,
-		haygent.TypeSlotCall: true, haygent.TypePacket: true}
+	ledgerTypes := map[string]bool{ledger.TypeTransition: true, ledger.TypeEvidence: true, ledger.TypeGate: true,
+		ledger.TypeSlotCall: true, ledger.TypePacket: true}
 	done := map[cid.Cid]cid.Cid{}
 	var relinkValue func(v any) any
 	var relink func(c cid.Cid) cid.Cid
@@ -320,7 +322,7 @@ func forgeLedger(t *testing.T, st cas.Store, receipt cid.Cid, edit func(typ stri
 			t.Fatal(err)
 		}
 		n, ok := v.(map[string]any)
-		if !ok || !ledger[n["type"].(string)] {
+		if !ok || !ledgerTypes[n["type"].(string)] {
 			return c
 		}
 		n = relinkValue(n).(map[string]any)
@@ -364,13 +366,13 @@ func forgeLedger(t *testing.T, st cas.Store, receipt cid.Cid, edit func(typ stri
 		t.Fatal(err)
 	}
 	n := relinkValue(v).(map[string]any)
-	edit(haygent.TypeReceipt, n)
+	edit(ledger.TypeReceipt, n)
 	delete(n, "signature")
 	enc, err := cas.EncodeNode(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc haygent.Receipt
+	var rc ledger.Receipt
 	if err := cas.Unmarshal(enc, &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +437,7 @@ func TestReplayTimeInReasons(t *testing.T) {
 		t.Fatalf("receipt %+v", res.Receipt.Halt)
 	}
 	// sum, gates, repair, sum, gates
-	mustAgree(t, st, res.ReceiptCID, 5, haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, 5, replay.Options{})
 }
 
 func TestReplayUpstreamRecheck(t *testing.T) {
@@ -454,10 +456,10 @@ func TestReplayUpstreamRecheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Receipt.Status != haygent.StatusHalt || res.Receipt.Transitions != 1 {
+	if res.Receipt.Status != ledger.StatusHalt || res.Receipt.Transitions != 1 {
 		t.Fatalf("%s after %d transitions", res.Receipt.Status, res.Receipt.Transitions)
 	}
-	mustAgree(t, st, res.ReceiptCID, 1, haygent.ReplayOptions{})
+	mustAgree(t, st, res.ReceiptCID, 1, replay.Options{})
 }
 
 func TestReplayShortLedger(t *testing.T) {
@@ -465,7 +467,7 @@ func TestReplayShortLedger(t *testing.T) {
 	// the ledger lacks.
 	st := memstore.New()
 	res := replayRun(t, st, "echo", map[string]any{"value": "v"}, "", "")
-	var head haygent.Transition
+	var head ledger.Transition
 	data, err := st.Get(context.Background(), res.Receipt.Head.Cid)
 	if err != nil {
 		t.Fatal(err)
@@ -474,13 +476,13 @@ func TestReplayShortLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := forgeLedger(t, st, res.ReceiptCID, func(typ string, n map[string]any) bool {
-		if typ != haygent.TypeReceipt {
+		if typ != ledger.TypeReceipt {
 			return false
 		}
 		n["head"], n["transitions"] = head.Prior.Cid, int64(3)
 		return true
 	})
-	out, err := haygent.Replay(context.Background(), st, forged, haygent.ReplayOptions{})
+	out, err := replay.Run(context.Background(), st, forged, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +492,7 @@ func TestReplayShortLedger(t *testing.T) {
 	}
 }
 
-func ExampleReplay() {
+func Example_replay() {
 	ctx := context.Background()
 	st := memstore.New()
 	pkg, err := haygent.Load("../fixtures/haygents/echo")
@@ -503,7 +505,7 @@ func ExampleReplay() {
 		panic(err)
 	}
 	// Later, or on another machine holding the same blocks:
-	rep, err := haygent.Replay(ctx, st, res.ReceiptCID, haygent.ReplayOptions{})
+	rep, err := replay.Run(ctx, st, res.ReceiptCID, replay.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/evidence"
 	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/perm"
 	"github.com/haygent/hg/haygent/sandbox"
 	"github.com/haygent/hg/haygent/workspace"
@@ -82,7 +83,7 @@ type Options struct {
 
 // Result is what an invocation produced.
 type Result struct {
-	Receipt    *Receipt
+	Receipt    *ledger.Receipt
 	ReceiptCID cid.Cid
 }
 
@@ -132,27 +133,25 @@ type runner struct {
 	seq         int64
 	prior       *cas.Link
 	transitions int64
-	steps       []StepRun
+	steps       []ledger.StepRun
 	evidence    []gate.Evidence // everything observed, for the gates
 	evLinks     []cas.Link
 	slotCalls   []cas.Link
-	denied      []Denied
+	denied      []ledger.Denied
 	used        map[string]bool
 	limitations []string
-	vouchings   []vouching // evidence that vouches for a workspace, for the gates' freshness
+	vouchings   []ledger.Vouching // evidence that vouches for a workspace, for the gates' freshness
 	// observed is the workspace the last evaluation of the gates
 	// observed, and observedSeq the seq of its transition (-1: none).
 	observed    cid.Cid
 	observedSeq int64
-	artifacts   map[string]Artifact
+	artifacts   map[string]ledger.Artifact
 	lastChange  map[string]time.Time
 	attempt     int64
 	started     time.Time
 }
 
 func (r *runner) now() time.Time { return r.opts.Now().UTC() }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // put stores a typed object and returns its link.
 func (r *runner) put(v any) (cas.Link, error) {
@@ -192,7 +191,7 @@ func (r *runner) packet(payload map[string]any, schema string) (cas.Link, error)
 	if !cas.IsNormal(payload) {
 		payload = cas.FromJSON(payload).(map[string]any)
 	}
-	return r.put(&Packet{Type: TypePacket, Schema: schema, Payload: payload})
+	return r.put(&ledger.Packet{Type: ledger.TypePacket, Schema: schema, Payload: payload})
 }
 
 func (r *runner) run(input map[string]any) (*Result, error) {
@@ -201,7 +200,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	}
 	r.started = r.now()
 	r.used = map[string]bool{}
-	r.artifacts = map[string]Artifact{}
+	r.artifacts = map[string]ledger.Artifact{}
 	r.lastChange = map[string]time.Time{}
 	var err error
 	if r.opts.PackageCID.Defined() {
@@ -216,7 +215,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	} else if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
-	inPacket := &Packet{Type: TypePacket, Schema: InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
+	inPacket := &ledger.Packet{Type: ledger.TypePacket, Schema: InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
 	for _, u := range r.opts.Upstream {
 		inPacket.Upstream = append(inPacket.Upstream, cas.Link{Cid: u})
 	}
@@ -273,7 +272,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 				if r.work.Err() != nil {
 					return nil, fmt.Errorf("haygent: the run ended before its first step: run time limit of %s reached while re-checking upstream receipt %s: %v", r.pkg.Manifest.Timeouts.Run, u, err)
 				}
-				halt := &Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
+				halt := &ledger.Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
 				rec, err := r.begin(Step{ID: "upstream"}, "upstream")
 				if err != nil {
 					return nil, err
@@ -295,7 +294,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 
 // loop walks the spine, evaluates the gates, and repairs within the
 // budget. It returns the halt (nil on PASS) and the final gate results.
-func (r *runner) loop() (*Halt, []gateOutcome, error) {
+func (r *runner) loop() (*ledger.Halt, []gateOutcome, error) {
 	from := 0
 	var tried [][]byte // proposals already tried, to stop a loop that repeats itself
 	for {
@@ -314,7 +313,7 @@ func (r *runner) loop() (*Halt, []gateOutcome, error) {
 		if failed == nil {
 			return nil, results, nil
 		}
-		h := &Halt{
+		h := &ledger.Halt{
 			FailedGate:   failed.res.Gate,
 			Verdict:      string(failed.res.Verdict),
 			Reason:       failed.res.Reason,
@@ -384,17 +383,17 @@ func (r *runner) restartPoint() string {
 }
 
 // walk runs the spine from step index from.
-func (r *runner) walk(from int) (*Halt, error) {
+func (r *runner) walk(from int) (*ledger.Halt, error) {
 	for _, s := range r.pkg.Spine.Steps[from:] {
 		if err := r.work.Err(); err != nil {
 			if cerr := r.ctx.Err(); cerr != nil {
 				return nil, cerr // the caller gave up on the run: no receipt
 			}
-			return &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached before step " + s.ID, Attempts: r.attempt, RestartPoint: s.ID}, nil
+			return &ledger.Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached before step " + s.ID, Attempts: r.attempt, RestartPoint: s.ID}, nil
 		}
 		r.opts.Log("step %s (%s)", s.ID, s.Kind)
 		var (
-			halt *Halt
+			halt *ledger.Halt
 			err  error
 		)
 		switch s.Kind {
@@ -428,7 +427,7 @@ type stepRecord struct {
 	evidence  []cas.Link
 	slotCalls []cas.Link
 	gates     []cas.Link
-	denied    []Denied
+	denied    []ledger.Denied
 	adapter   string
 	note      string
 }
@@ -439,16 +438,16 @@ func (r *runner) record(rec stepRecord) error {
 	if err != nil {
 		return err
 	}
-	t := Transition{
-		Type: TypeTransition, Run: r.opts.RunID, Seq: r.seq, Step: rec.step.ID, Kind: rec.kind,
+	t := ledger.Transition{
+		Type: ledger.TypeTransition, Run: r.opts.RunID, Seq: r.seq, Step: rec.step.ID, Kind: rec.kind,
 		Attempt: r.attempt, Input: rec.input, Output: out, Package: cas.Link{Cid: r.pkgCID},
 		Adapter: rec.adapter, Permissions: cas.Link{Cid: r.permCID},
-		StartedAt: stamp(rec.started), FinishedAt: stamp(r.now()), Status: rec.status,
+		StartedAt: ledger.Stamp(rec.started), FinishedAt: ledger.Stamp(r.now()), Status: rec.status,
 		Evidence: orEmpty(rec.evidence), SlotCalls: orEmpty(rec.slotCalls), Gates: orEmpty(rec.gates),
 		Denied: rec.denied, Note: rec.note, Prior: r.prior,
 	}
 	if t.Denied == nil {
-		t.Denied = []Denied{}
+		t.Denied = []ledger.Denied{}
 	}
 	link, err := r.put(&t)
 	if err != nil {
@@ -457,7 +456,7 @@ func (r *runner) record(rec stepRecord) error {
 	r.prior = &link
 	r.seq++
 	r.transitions++
-	r.steps = append(r.steps, StepRun{Step: rec.step.ID, Kind: rec.kind, Attempt: r.attempt, Status: rec.status})
+	r.steps = append(r.steps, ledger.StepRun{Step: rec.step.ID, Kind: rec.kind, Attempt: r.attempt, Status: rec.status})
 	r.denied = append(r.denied, rec.denied...)
 	r.opts.Log("  %s: %s", rec.step.ID, rec.status)
 	return nil
@@ -492,7 +491,7 @@ func (r *runner) observeAt(step, kind, subject string, data map[string]any, at t
 
 // observeOn records evidence; with on, evidence that vouches for the
 // workspace on.workspace, within on.scope (see freshness.go).
-func (r *runner) observeOn(step, kind, subject string, data map[string]any, at time.Time, on *vouching, outputs ...cas.Link) (cas.Link, error) {
+func (r *runner) observeOn(step, kind, subject string, data map[string]any, at time.Time, on *ledger.Vouching, outputs ...cas.Link) (cas.Link, error) {
 	enc, err := cas.EncodeNode(cas.FromJSON(data))
 	if err != nil {
 		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
@@ -502,26 +501,26 @@ func (r *runner) observeOn(step, kind, subject string, data map[string]any, at t
 		return cas.Link{}, fmt.Errorf("evidence %s: %w", kind, err)
 	}
 	cov := evidence.CoverageOf(kind)
-	ev := Evidence{
-		Type: TypeEvidence, Run: r.opts.RunID, Step: step, Attempt: r.attempt, Kind: kind, Subject: subject,
-		Data: stored.(map[string]any), ObservedAt: stamp(at),
-		Coverage: Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
+	ev := ledger.Evidence{
+		Type: ledger.TypeEvidence, Run: r.opts.RunID, Step: step, Attempt: r.attempt, Kind: kind, Subject: subject,
+		Data: stored.(map[string]any), ObservedAt: ledger.Stamp(at),
+		Coverage: ledger.Coverage{Establishes: orEmptyS(cov.Establishes), DoesNotEstablish: orEmptyS(cov.DoesNotEstablish)},
 	}
 	if len(outputs) > 0 {
 		ev.Outputs = outputs
 	}
 	if on != nil {
-		ev.Workspace = &cas.Link{Cid: on.workspace}
-		if kind != KindWorkspace {
-			ev.Scope = &Scope{Covers: orEmptyS(on.scope.Covers), Excludes: orEmptyS(on.scope.Excludes)}
+		ev.Workspace = &cas.Link{Cid: on.Workspace}
+		if kind != ledger.KindWorkspace {
+			ev.Scope = &ledger.Scope{Covers: orEmptyS(on.Scope.Covers), Excludes: orEmptyS(on.Scope.Excludes)}
 		}
 	}
 	link, err := r.put(&ev)
 	if err != nil {
 		return cas.Link{}, err
 	}
-	if on != nil && kind != KindWorkspace {
-		r.vouchings = append(r.vouchings, vouching{ref: link.String(), step: step, workspace: on.workspace, scope: *ev.Scope})
+	if on != nil && kind != ledger.KindWorkspace {
+		r.vouchings = append(r.vouchings, ledger.Vouching{Ref: link.String(), Step: step, Workspace: on.Workspace, Scope: *ev.Scope})
 	}
 	r.evidence = append(r.evidence, gate.Evidence{Ref: link.String(), Kind: kind, Subject: subject, Data: ev.Data, ObservedAt: at})
 	r.evLinks = append(r.evLinks, link)
@@ -535,17 +534,17 @@ func orEmptyS(s []string) []string {
 	return s
 }
 
-func (r *runner) deny(d perm.Denial) Denied {
-	return Denied{Verb: d.Op.Verb, Kind: d.Op.Kind, Target: d.Op.Target, Rule: d.Rule}
+func (r *runner) deny(d perm.Denial) ledger.Denied {
+	return ledger.Denied{Verb: d.Op.Verb, Kind: d.Op.Kind, Target: d.Op.Target, Rule: d.Rule}
 }
 
 // afterDenial decides what a step's denials do to the run.
-func (r *runner) afterDenial(s Step, denied []Denied) *Halt {
+func (r *runner) afterDenial(s Step, denied []ledger.Denied) *ledger.Halt {
 	if len(denied) == 0 || s.OnDenied == "continue" {
 		return nil
 	}
 	d := denied[0]
-	return &Halt{
+	return &ledger.Halt{
 		Verdict:      "DENIED",
 		Reason:       fmt.Sprintf("step %s: %s:%s:%s denied by %s", s.ID, d.Verb, d.Kind, d.Target, d.Rule),
 		RestartPoint: s.ID,
@@ -554,7 +553,7 @@ func (r *runner) afterDenial(s Step, denied []Denied) *Halt {
 
 // ---- exec steps ----
 
-func (r *runner) execStep(s Step) (*Halt, error) {
+func (r *runner) execStep(s Step) (*ledger.Halt, error) {
 	rec, err := r.begin(s, StepExec)
 	if err != nil {
 		return nil, err
@@ -562,7 +561,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	argv, err := r.pkg.Permissions.Command(s.Command)
 	if err != nil {
 		rec.status = "denied"
-		rec.denied = []Denied{{Verb: "run", Kind: "command", Target: s.Command, Rule: perm.RuleDefault}}
+		rec.denied = []ledger.Denied{{Verb: "run", Kind: "command", Target: s.Command, Rule: perm.RuleDefault}}
 		if err := r.record(rec); err != nil {
 			return nil, err
 		}
@@ -586,7 +585,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("step %s: snapshot workspace: %w", s.ID, err)
 	}
-	on := &vouching{step: s.ID, workspace: taken.Cid, scope: Scope{Covers: s.Covers, Excludes: s.Outputs}}
+	on := &ledger.Vouching{Step: s.ID, Workspace: taken.Cid, Scope: ledger.Scope{Covers: s.Covers, Excludes: s.Outputs}}
 	before, err := workspace.Scratch(r.workspace, r.pkg.Permissions, work, r.opts.StoreDir)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: scratch copy: %w", s.ID, err)
@@ -613,7 +612,7 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	var secrets []string
 	for _, name := range s.Secrets {
 		if !r.pkg.Permissions.Check(perm.Op{Verb: "secret", Kind: "env", Target: name}).Allowed {
-			rec.denied = append(rec.denied, Denied{Verb: "secret", Kind: "env", Target: name, Rule: perm.RuleDefault})
+			rec.denied = append(rec.denied, ledger.Denied{Verb: "secret", Kind: "env", Target: name, Rule: perm.RuleDefault})
 			continue
 		}
 		v, ok := os.LookupEnv(name)
@@ -667,10 +666,10 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 		return nil, fmt.Errorf("step %s: %w", s.ID, err)
 	}
 	for _, d := range res.NetDenials {
-		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: string(sandbox.Redact([]byte(d.Target), secrets)), Rule: d.Rule})
+		rec.denied = append(rec.denied, ledger.Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: string(sandbox.Redact([]byte(d.Target), secrets)), Rule: d.Rule})
 	}
 	if res.NetDenialsDropped > 0 {
-		rec.denied = append(rec.denied, Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: fmt.Sprintf("(%d more)", res.NetDenialsDropped), Rule: "more refused connections than are recorded one by one"})
+		rec.denied = append(rec.denied, ledger.Denied{Verb: perm.VerbNetwork, Kind: perm.KindHost, Target: fmt.Sprintf("(%d more)", res.NetDenialsDropped), Rule: "more refused connections than are recorded one by one"})
 	}
 	if err != nil {
 		res.TimedOut = true // the run's time limit ended the step
@@ -744,16 +743,16 @@ func (r *runner) execStep(s Step) (*Halt, error) {
 	var clean workspace.Changes
 	for _, c := range changes {
 		if !utf8.ValidString(c.Path) {
-			rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: strings.ToValidUTF8(c.Path, "\uFFFD"), Rule: "its name is not valid UTF-8"})
+			rec.denied = append(rec.denied, ledger.Denied{Verb: "write", Kind: "file", Target: strings.ToValidUTF8(c.Path, "\uFFFD"), Rule: "its name is not valid UTF-8"})
 			continue
 		}
 		if sandbox.Holds([]byte(c.Path), secrets) {
-			rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: string(sandbox.Redact([]byte(c.Path), secrets)), Rule: "its name holds the value of a granted secret"})
+			rec.denied = append(rec.denied, ledger.Denied{Verb: "write", Kind: "file", Target: string(sandbox.Redact([]byte(c.Path), secrets)), Rule: "its name holds the value of a granted secret"})
 			continue
 		}
 		if c.After != nil && len(secrets) > 0 {
 			if data, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(c.Path))); err == nil && sandbox.Holds(data, secrets) {
-				rec.denied = append(rec.denied, Denied{Verb: "write", Kind: "file", Target: c.Path, Rule: "holds the value of a granted secret"})
+				rec.denied = append(rec.denied, ledger.Denied{Verb: "write", Kind: "file", Target: c.Path, Rule: "holds the value of a granted secret"})
 				continue
 			}
 		}
@@ -803,7 +802,7 @@ func (r *runner) mutation(step, path, before, after string) (cas.Link, error) {
 			if err != nil {
 				return cas.Link{}, err
 			}
-			r.artifacts[path] = Artifact{Path: path, File: cas.Link{Cid: c}, Digest: after}
+			r.artifacts[path] = ledger.Artifact{Path: path, File: cas.Link{Cid: c}, Digest: after}
 			data["file"] = c.String()
 		}
 	} else {
@@ -816,7 +815,7 @@ func (r *runner) mutation(step, path, before, after string) (cas.Link, error) {
 
 // ---- builtin steps ----
 
-func (r *runner) builtinStep(s Step) (*Halt, error) {
+func (r *runner) builtinStep(s Step) (*ledger.Halt, error) {
 	rec, err := r.begin(s, StepBuiltin)
 	if err != nil {
 		return nil, err
@@ -883,15 +882,15 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 			fail("approval: nothing at %s", str("from"))
 			break
 		}
-		a, err := approvalFromValue(v)
+		a, err := ledger.ApprovalFromValue(v)
 		if err != nil {
 			fail("approval at %s: %v", str("from"), err)
 			break
 		}
 		subject, _ := pointerGet(r.state, str("subject"))
-		observed, now := SubjectDigest(subject), r.now()
-		problem := checkApproval(a, observed, now, r.pkg.Manifest.Approvers)
-		link, err := r.observeAt(s.ID, evidence.KindApproval, "step:"+s.ID, approvalData(a, observed, problem), now)
+		observed, now := ledger.SubjectDigest(subject), r.now()
+		problem := ledger.CheckApproval(a, observed, now, r.pkg.Manifest.Approvers)
+		link, err := r.observeAt(s.ID, evidence.KindApproval, "step:"+s.ID, ledger.ApprovalData(a, observed, problem), now)
 		if err != nil {
 			return nil, err
 		}
@@ -899,7 +898,7 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 	case "digest_equal":
 		a, okA := pointerGet(r.state, str("a"))
 		b, okB := pointerGet(r.state, str("b"))
-		da, db := SubjectDigest(a), SubjectDigest(b)
+		da, db := ledger.SubjectDigest(a), ledger.SubjectDigest(b)
 		link, err := r.observe(s.ID, evidence.KindDigest, "step:"+s.ID, map[string]any{
 			"a": da, "b": db, "equal": okA && okB && da == db,
 		})
@@ -1016,7 +1015,7 @@ func (r *runner) builtinStep(s Step) (*Halt, error) {
 // on acceptance merges it into the adjustable fields. It re-asks with the
 // errors up to the slot's limit, then takes the fallback: "keep" goes on
 // with the current values, "halt" stops the run.
-func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, error) {
+func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *ledger.Halt, error) {
 	slot := r.pkg.Manifest.Slots[name]
 	rec, err := r.begin(Step{ID: stepID}, kind)
 	if err != nil {
@@ -1046,7 +1045,7 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 	var accepted map[string]any
 	timedOut := false // the run's time limit cut the slot's calls short
 	for try := 1; try <= slot.Limit && accepted == nil && !timedOut; try++ {
-		call := SlotCall{Type: TypeSlotCall, Slot: name, Adapter: adapterName, Model: model, Try: int64(try),
+		call := ledger.SlotCall{Type: ledger.TypeSlotCall, Slot: name, Adapter: adapterName, Model: model, Try: int64(try),
 			PromptDigest: "sha256:" + hex.EncodeToString(promptSum[:]), Projection: projLink, Errors: []string{}}
 		var raw []byte
 		if r.opts.Adapter == nil {
@@ -1091,12 +1090,12 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 			return nil, nil, cerr // the caller gave up on the run: no receipt
 		}
 	}
-	var halt *Halt
+	var halt *ledger.Halt
 	switch {
 	case timedOut:
 		rec.status = "halted"
 		rec.note = "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name + ": " + strings.Join(errs, "; ")
-		halt = &Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name, RestartPoint: stepID}
+		halt = &ledger.Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name, RestartPoint: stepID}
 	case accepted != nil:
 		adj := r.state["adjustable"].(map[string]any)
 		for k, v := range accepted {
@@ -1108,7 +1107,7 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *Halt, err
 	default:
 		rec.status = "halted"
 		rec.note = "no acceptable proposal after " + fmt.Sprint(slot.Limit) + " tries: " + strings.Join(errs, "; ")
-		halt = &Halt{Verdict: "REJECTED", Reason: "slot " + name + ": " + rec.note, RestartPoint: stepID}
+		halt = &ledger.Halt{Verdict: "REJECTED", Reason: "slot " + name + ": " + rec.note, RestartPoint: stepID}
 	}
 	if err := r.record(rec); err != nil {
 		return nil, nil, err
@@ -1210,12 +1209,12 @@ func (r *runner) evaluateGates() ([]gateOutcome, error) {
 			return nil, fmt.Errorf("snapshot workspace for the gates: %w", err)
 		}
 		r.observed, r.observedSeq = now.Cid, r.seq
-		link, err := r.observeOn("gates", KindWorkspace, "workspace", map[string]any{}, env.Now, &vouching{workspace: now.Cid})
+		link, err := r.observeOn("gates", ledger.KindWorkspace, "workspace", map[string]any{}, env.Now, &ledger.Vouching{Workspace: now.Cid})
 		if err != nil {
 			return nil, err
 		}
 		rec.evidence = append(rec.evidence, link)
-		if env.Stale, err = staleEvidence(r.ctx, r.st, r.vouchings, now.Cid); err != nil {
+		if env.Stale, err = ledger.StaleEvidence(r.ctx, r.st, r.vouchings, now.Cid); err != nil {
 			return nil, fmt.Errorf("workspace freshness: %w", err)
 		}
 	}
@@ -1229,8 +1228,8 @@ func (r *runner) evaluateGates() ([]gateOutcome, error) {
 			}
 		}
 		spec := g.Spec()
-		link, err := r.put(&GateResult{Type: TypeGate, Gate: res.Gate, Predicate: spec.Predicate, Verdict: string(res.Verdict),
-			Action: res.Action, Reason: res.Reason, Read: orEmpty(read), At: stamp(env.Now)})
+		link, err := r.put(&ledger.GateResult{Type: ledger.TypeGate, Gate: res.Gate, Predicate: spec.Predicate, Verdict: string(res.Verdict),
+			Action: res.Action, Reason: res.Reason, Read: orEmpty(read), At: ledger.Stamp(env.Now)})
 		if err != nil {
 			return nil, err
 		}
@@ -1279,7 +1278,7 @@ func failureView(results []gateOutcome) []any {
 // finish builds the receipt from the ledger, signs and stores it. PASS is
 // set in one place only: when the final gate evaluation exists and every
 // gate in it passed.
-func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Result, error) {
+func (r *runner) finish(halt *ledger.Halt, results []gateOutcome, ws *cas.Link) (*Result, error) {
 	if r.prior == nil {
 		// A receipt is the head of a chain; with no step recorded there is
 		// nothing to sign for.
@@ -1289,15 +1288,15 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 		}
 		return nil, fmt.Errorf("haygent: the run ended before its first step: %s", reason)
 	}
-	rc := &Receipt{
-		Type: TypeReceipt, Run: r.opts.RunID, Objective: r.pkg.Manifest.Objective,
+	rc := &ledger.Receipt{
+		Type: ledger.TypeReceipt, Run: r.opts.RunID, Objective: r.pkg.Manifest.Objective,
 		Haygent: r.pkg.Manifest.Name + "@" + r.pkg.Manifest.Version,
 		Package: cas.Link{Cid: r.pkgCID}, Input: cas.Link{Cid: r.inputCID}, Workspace: ws,
 		Permissions: cas.Link{Cid: r.permCID}, Used: sortedTrue(r.used), Denied: r.denied,
 		Steps: r.steps, SlotCalls: orEmpty(r.slotCalls), Evidence: orEmpty(r.evLinks), Gates: []cas.Link{},
 		Repairs: r.attempt, RepairBudget: int64(r.pkg.Manifest.RepairBudget),
 		Limitations: orEmptyS(r.limitations), Head: *r.prior, Transitions: r.transitions,
-		Replay: r.opts.Replay, StartedAt: stamp(r.started), FinishedAt: stamp(r.now()),
+		Replay: r.opts.Replay, StartedAt: ledger.Stamp(r.started), FinishedAt: ledger.Stamp(r.now()),
 	}
 	final, err := r.finalWorkspace(ws)
 	if err != nil {
@@ -1305,7 +1304,7 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 	}
 	rc.FinalWorkspace = final
 	if rc.Denied == nil {
-		rc.Denied = []Denied{}
+		rc.Denied = []ledger.Denied{}
 	}
 	for _, o := range results {
 		rc.Gates = append(rc.Gates, o.link)
@@ -1319,37 +1318,37 @@ func (r *runner) finish(halt *Halt, results []gateOutcome, ws *cas.Link) (*Resul
 		rc.Artifacts = append(rc.Artifacts, r.artifacts[p])
 	}
 	if rc.Artifacts == nil {
-		rc.Artifacts = []Artifact{}
+		rc.Artifacts = []ledger.Artifact{}
 	}
 	if halt == nil && allPassed(results) {
 		// pointerSet keeps the output an object; the check here is so a
 		// broken state halts the run rather than panicking it.
 		output, isObject := r.state["output"].(map[string]any)
 		if err := validate(r.pkg.Output, r.state["output"]); err != nil {
-			halt = &Halt{Verdict: string(gate.Invalid), Reason: "output breaks the output contract: " + err.Error(), Attempts: r.attempt, RestartPoint: r.restartPoint()}
+			halt = &ledger.Halt{Verdict: string(gate.Invalid), Reason: "output breaks the output contract: " + err.Error(), Attempts: r.attempt, RestartPoint: r.restartPoint()}
 		} else if !isObject {
-			halt = &Halt{Verdict: string(gate.Invalid), Reason: "the output is not a JSON object, which an output packet must be", Attempts: r.attempt, RestartPoint: r.restartPoint()}
+			halt = &ledger.Halt{Verdict: string(gate.Invalid), Reason: "the output is not a JSON object, which an output packet must be", Attempts: r.attempt, RestartPoint: r.restartPoint()}
 		} else {
 			out, err := r.packet(output, OutputSchema)
 			if err != nil {
 				return nil, err
 			}
 			rc.Output = &out
-			rc.Status = StatusPass
+			rc.Status = ledger.StatusPass
 		}
 	}
-	if rc.Status != StatusPass {
+	if rc.Status != ledger.StatusPass {
 		if halt == nil {
-			halt = &Halt{Verdict: "UNKNOWN", Reason: "the gates did not all pass", Attempts: r.attempt}
+			halt = &ledger.Halt{Verdict: "UNKNOWN", Reason: "the gates did not all pass", Attempts: r.attempt}
 		}
-		rc.Status = StatusHalt
+		rc.Status = ledger.StatusHalt
 		halt.Preserved = rc.Artifacts
 		if halt.LastEvidence == nil {
 			halt.LastEvidence = lastN(r.evLinks, 3)
 		}
 		rc.Halt = halt
 	}
-	data, err := rc.signEncoded(r.opts.Key)
+	data, err := rc.SignEncoded(r.opts.Key)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -53,13 +54,13 @@ func TestStateObjectsKeepTheirShape(t *testing.T) {
 			})
 			st := memstore.New()
 			res := runHaygent(t, st, dir, runOpts{input: map[string]any{"value": "hello"}, files: tc.files})
-			if res.Receipt.Status != haygent.StatusHalt {
+			if res.Receipt.Status != ledger.StatusHalt {
 				t.Errorf("status %s, want HALT", res.Receipt.Status)
 			}
 			if s := res.Receipt.Steps[0]; s.Step != "clobber" || s.Status != "failed" {
 				t.Errorf("first step %+v, want clobber failed", s)
 			}
-			wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+			wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 		})
 	}
 	t.Run("copy to adjustable before a slot", func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestStateObjectsKeepTheirShape(t *testing.T) {
 		if s := res.Receipt.Steps[0]; s.Step != "clobber" || s.Status != "failed" {
 			t.Errorf("first step %+v, want clobber failed", s)
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 	})
 }
 
@@ -162,7 +163,7 @@ func TestRepairSlotHaltRestartPoint(t *testing.T) {
 			if !slices.Contains(ids, h.RestartPoint) {
 				t.Errorf("halt restart point %q is not a step of the spine %v", h.RestartPoint, ids)
 			}
-			wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+			wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 		})
 	}
 }

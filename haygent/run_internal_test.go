@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // finish halts, and does not panic, when the state's output is not an
@@ -32,14 +33,14 @@ func TestFinishOutputNotObject(t *testing.T) {
 		},
 		pkgCID: head.Cid, inputCID: head.Cid, permCID: head.Cid,
 		state: map[string]any{"output": "hello"}, prior: &head,
-		used: map[string]bool{}, artifacts: map[string]Artifact{},
+		used: map[string]bool{}, artifacts: map[string]ledger.Artifact{},
 	}
 	res, err := r.finish(nil, []gateOutcome{{res: gate.Result{Gate: "ECHOED", Verdict: gate.Pass}, link: head}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := res.Receipt.Halt
-	if res.Receipt.Status != StatusHalt || h == nil || h.Verdict != string(gate.Invalid) || !strings.Contains(h.Reason, "not a JSON object") {
+	if res.Receipt.Status != ledger.StatusHalt || h == nil || h.Verdict != string(gate.Invalid) || !strings.Contains(h.Reason, "not a JSON object") {
 		t.Fatalf("receipt %s, halt %+v; want an INVALID halt saying the output is not an object", res.Receipt.Status, h)
 	}
 }

@@ -17,7 +17,7 @@ func pointerGet(doc any, ptr string) (any, bool) {
 	if ptr == "" {
 		return doc, true
 	}
-	parts, err := splitPointer(ptr)
+	parts, err := SplitPointer(ptr)
 	if err != nil {
 		return nil, false
 	}
@@ -52,7 +52,7 @@ var stateObjects = map[string]bool{"input": true, "adjustable": true, "steps": t
 // refuses to replace one of the state's objects with anything else, so
 // the runtime never finds a string where it keeps its own records.
 func pointerSet(doc map[string]any, ptr string, v any) error {
-	parts, err := splitPointer(ptr)
+	parts, err := SplitPointer(ptr)
 	if err != nil || len(parts) == 0 {
 		return fmt.Errorf("bad JSON pointer %q", ptr)
 	}
@@ -77,7 +77,7 @@ func pointerSet(doc map[string]any, ptr string, v any) error {
 	return nil
 }
 
-func splitPointer(ptr string) ([]string, error) {
+func SplitPointer(ptr string) ([]string, error) {
 	if !strings.HasPrefix(ptr, "/") {
 		return nil, fmt.Errorf("JSON pointer %q must start with /", ptr)
 	}

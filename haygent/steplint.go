@@ -1,9 +1,10 @@
 package haygent
 
 import (
-	"github.com/haygent/hg/haygent/perm"
 	"path"
 	"strings"
+
+	"github.com/haygent/hg/haygent/perm"
 )
 
 // checkReportPaths refuses an exec step whose report file another step can

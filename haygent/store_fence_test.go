@@ -13,6 +13,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // storeKey is the signing key of the store a fenced workspace holds.
@@ -66,8 +67,8 @@ func TestStepCannotReachStore(t *testing.T) {
 		name, onDenied string
 		want           string // status
 	}{
-		{name: "on_denied halt", onDenied: "", want: haygent.StatusHalt},
-		{name: "on_denied continue", onDenied: "continue", want: haygent.StatusPass},
+		{name: "on_denied halt", onDenied: "", want: ledger.StatusHalt},
+		{name: "on_denied continue", onDenied: "continue", want: ledger.StatusPass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{}
@@ -96,7 +97,7 @@ func TestStepCannotReachNamedStore(t *testing.T) {
 			})
 			st := memstore.New()
 			res, ws, trusted := fencedRun(t, st, dir, store, true)
-			checkFenced(t, st, res, ws, store, trusted, haygent.StatusHalt)
+			checkFenced(t, st, res, ws, store, trusted, ledger.StatusHalt)
 		})
 	}
 }
@@ -109,10 +110,10 @@ func checkFenced(t *testing.T, st cas.Store, res *haygent.Result, ws, store stri
 	if r.Status != status {
 		t.Errorf("status %s (%+v), want %s", r.Status, r.Halt, status)
 	}
-	if status == haygent.StatusHalt && (r.Halt == nil || r.Halt.Verdict != "DENIED") {
+	if status == ledger.StatusHalt && (r.Halt == nil || r.Halt.Verdict != "DENIED") {
 		t.Errorf("halt %+v, want DENIED", r.Halt)
 	}
-	want := haygent.Denied{Verb: "write", Kind: "file", Target: store + "/keys/trusted", Rule: "inside an hg store"}
+	want := ledger.Denied{Verb: "write", Kind: "file", Target: store + "/keys/trusted", Rule: "inside an hg store"}
 	if !slices.Contains(r.Denied, want) {
 		t.Errorf("denied %+v, want it to hold %+v", r.Denied, want)
 	}
@@ -137,7 +138,7 @@ func checkFenced(t *testing.T, st cas.Store, res *haygent.Result, ws, store stri
 	}
 	seed := storeKey.Seed()
 	grepStore(t, st, []string{string(seed), base64.StdEncoding.EncodeToString(seed), base64.RawURLEncoding.EncodeToString(seed)})
-	wantOK(t, verify(t, st, res.ReceiptCID, trusted0))
+	wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted0))
 }
 
 // trusted0 is the key the fenced runs are signed with.
@@ -157,7 +158,7 @@ func TestBuiltinStepCannotReachStore(t *testing.T) {
 			st := memstore.New()
 			res, ws, trusted := fencedRun(t, st, dir, ".haygent", false)
 			r := res.Receipt
-			if r.Status != haygent.StatusHalt || r.Halt == nil || r.Halt.Verdict != "DENIED" {
+			if r.Status != ledger.StatusHalt || r.Halt == nil || r.Halt.Verdict != "DENIED" {
 				t.Errorf("status %s, halt %+v; want HALT (DENIED)", r.Status, r.Halt)
 			}
 			if len(r.Denied) == 0 {

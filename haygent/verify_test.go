@@ -15,6 +15,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -83,9 +85,9 @@ func roundtripRun(t *testing.T, st cas.Store) *haygent.Result {
 }
 
 // verify verifies c and logs the table.
-func verify(t *testing.T, st cas.Store, c cid.Cid, keys []ed25519.PublicKey) *haygent.Verification {
+func verifyOf(t *testing.T, st cas.Store, c cid.Cid, keys []ed25519.PublicKey) *verify.Verification {
 	t.Helper()
-	v, err := haygent.VerifyReceipt(context.Background(), st, c, keys)
+	v, err := verify.VerifyReceipt(context.Background(), st, c, keys)
 	if err != nil {
 		t.Fatalf("VerifyReceipt: %v", err)
 	}
@@ -99,7 +101,7 @@ func verify(t *testing.T, st cas.Store, c cid.Cid, keys []ed25519.PublicKey) *ha
 	return v
 }
 
-func findCheck(v *haygent.Verification, name string) *haygent.Check {
+func findCheck(v *verify.Verification, name string) *verify.Check {
 	for i := range v.Checks {
 		if v.Checks[i].Name == name {
 			return &v.Checks[i]
@@ -109,7 +111,7 @@ func findCheck(v *haygent.Verification, name string) *haygent.Check {
 }
 
 // wantOK fails unless every check passed and the named ones are present.
-func wantOK(t *testing.T, v *haygent.Verification, names ...string) {
+func wantOK(t *testing.T, v *verify.Verification, names ...string) {
 	t.Helper()
 	if !v.OK() {
 		t.Fatalf("verification failed: %+v", *v.FirstFailure())
@@ -123,7 +125,7 @@ func wantOK(t *testing.T, v *haygent.Verification, names ...string) {
 
 // wantFailed fails unless the check name failed with a detail holding
 // every one of parts.
-func wantFailed(t *testing.T, v *haygent.Verification, name string, parts ...string) {
+func wantFailed(t *testing.T, v *verify.Verification, name string, parts ...string) {
 	t.Helper()
 	if v.OK() {
 		t.Fatalf("verification passed; want %q to fail", name)
@@ -143,7 +145,7 @@ func wantFailed(t *testing.T, v *haygent.Verification, name string, parts ...str
 }
 
 // wantPassed fails unless the check name is present and passed.
-func wantPassed(t *testing.T, v *haygent.Verification, name string) {
+func wantPassed(t *testing.T, v *verify.Verification, name string) {
 	t.Helper()
 	c := findCheck(v, name)
 	if c == nil || !c.OK {
@@ -166,9 +168,9 @@ func putObject(t *testing.T, st cas.Store, v any) cid.Cid {
 	return b.CID()
 }
 
-func loadReceipt(t *testing.T, st cas.Store, c cid.Cid) *haygent.Receipt {
+func loadReceipt(t *testing.T, st cas.Store, c cid.Cid) *ledger.Receipt {
 	t.Helper()
-	r, err := haygent.LoadReceipt(context.Background(), st, c)
+	r, err := ledger.LoadReceipt(context.Background(), st, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +189,14 @@ func loadObject(t *testing.T, st cas.Store, c cid.Cid, v any) {
 }
 
 // chainOf returns the transitions of a receipt, oldest first, and their CIDs.
-func chainOf(t *testing.T, st cas.Store, r *haygent.Receipt) ([]haygent.Transition, []cid.Cid) {
+func chainOf(t *testing.T, st cas.Store, r *ledger.Receipt) ([]ledger.Transition, []cid.Cid) {
 	t.Helper()
-	var ts []haygent.Transition
+	var ts []ledger.Transition
 	var cids []cid.Cid
 	for next := &r.Head; next != nil; {
-		var tr haygent.Transition
+		var tr ledger.Transition
 		loadObject(t, st, next.Cid, &tr)
-		ts = append([]haygent.Transition{tr}, ts...)
+		ts = append([]ledger.Transition{tr}, ts...)
 		cids = append([]cid.Cid{next.Cid}, cids...)
 		next = tr.Prior
 	}
@@ -202,7 +204,7 @@ func chainOf(t *testing.T, st cas.Store, r *haygent.Receipt) ([]haygent.Transiti
 }
 
 // resign signs r with key, stores it and returns its CID.
-func resign(t *testing.T, st cas.Store, r *haygent.Receipt, key ed25519.PrivateKey) cid.Cid {
+func resign(t *testing.T, st cas.Store, r *ledger.Receipt, key ed25519.PrivateKey) cid.Cid {
 	t.Helper()
 	r.Signature = nil
 	if err := r.Sign(key); err != nil {
@@ -214,7 +216,7 @@ func resign(t *testing.T, st cas.Store, r *haygent.Receipt, key ed25519.PrivateK
 // relink stores ts as a fresh chain (each Prior set to the one before),
 // points r at its head, counts it, re-signs r with the runner key and
 // returns the new receipt's CID.
-func relink(t *testing.T, st cas.Store, r *haygent.Receipt, ts []haygent.Transition) cid.Cid {
+func relink(t *testing.T, st cas.Store, r *ledger.Receipt, ts []ledger.Transition) cid.Cid {
 	t.Helper()
 	var prior *cas.Link
 	for _, tr := range ts {
@@ -257,13 +259,13 @@ func multiStep(t *testing.T) string {
 func TestVerifyPass(t *testing.T) {
 	st := memstore.New()
 	res := roundtripRun(t, st)
-	if res.Receipt.Status != haygent.StatusPass {
+	if res.Receipt.Status != ledger.StatusPass {
 		t.Fatalf("fixture run: %s", res.Receipt.Status)
 	}
-	v := verify(t, st, res.ReceiptCID, trusted)
+	v := verifyOf(t, st, res.ReceiptCID, trusted)
 	wantOK(t, v, "block hashes", "canonical form", "transition chain", "receipt index", "signature",
 		"trusted signer", "package gates", "gate EXACT_ROUND_TRIP", "status")
-	if v.Receipt != res.ReceiptCID || v.Status != haygent.StatusPass || v.Run != res.Receipt.Run {
+	if v.Receipt != res.ReceiptCID || v.Status != ledger.StatusPass || v.Run != res.Receipt.Run {
 		t.Errorf("verification of %s: receipt %s, status %s, run %s", res.ReceiptCID, v.Receipt, v.Status, v.Run)
 	}
 	if v.Transitions != 2 || v.Blocks < 10 {
@@ -281,8 +283,8 @@ func TestVerifyTrust(t *testing.T) {
 	st := memstore.New()
 	res := roundtripRun(t, st)
 	t.Run("untrusted", func(t *testing.T) {
-		v := verify(t, st, res.ReceiptCID, []ed25519.PublicKey{strangerK.Public().(ed25519.PublicKey)})
-		wantFailed(t, v, "trusted signer", haygent.FormatPublicKey(verifyPub), "not among")
+		v := verifyOf(t, st, res.ReceiptCID, []ed25519.PublicKey{strangerK.Public().(ed25519.PublicKey)})
+		wantFailed(t, v, "trusted signer", ledger.FormatPublicKey(verifyPub), "not among")
 		wantPassed(t, v, "signature")
 		if f := v.FirstFailure(); f.Name != "trusted signer" {
 			t.Errorf("first failure %q", f.Name)
@@ -294,11 +296,11 @@ func TestVerifyTrust(t *testing.T) {
 		}
 	})
 	t.Run("no keys", func(t *testing.T) {
-		v := verify(t, st, res.ReceiptCID, nil)
+		v := verifyOf(t, st, res.ReceiptCID, nil)
 		wantFailed(t, v, "trusted signer", "no trusted keys given")
 	})
 	t.Run("among several", func(t *testing.T) {
-		v := verify(t, st, res.ReceiptCID, []ed25519.PublicKey{strangerK.Public().(ed25519.PublicKey), verifyPub})
+		v := verifyOf(t, st, res.ReceiptCID, []ed25519.PublicKey{strangerK.Public().(ed25519.PublicKey), verifyPub})
 		wantOK(t, v)
 	})
 }
@@ -308,18 +310,18 @@ func TestVerifyHalt(t *testing.T) {
 	t.Run("denied", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": "x"}, input: map[string]any{"path": "../x"}})
-		if res.Receipt.Status != haygent.StatusHalt {
+		if res.Receipt.Status != ledger.StatusHalt {
 			t.Fatalf("fixture run: %s", res.Receipt.Status)
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted), "status")
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), "status")
 	})
 	t.Run("gate fails", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
-		if res.Receipt.Status != haygent.StatusHalt || res.Receipt.Halt.FailedGate != "READ_OK" {
+		if res.Receipt.Status != ledger.StatusHalt || res.Receipt.Halt.FailedGate != "READ_OK" {
 			t.Fatalf("fixture run: %s %+v", res.Receipt.Status, res.Receipt.Halt)
 		}
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantOK(t, v, "gate READ_OK", "status")
 		if c := findCheck(v, "gate READ_OK"); c.Detail != "recorded FAIL, recomputed FAIL" {
 			t.Errorf("gate detail %q", c.Detail)
@@ -328,10 +330,10 @@ func TestVerifyHalt(t *testing.T) {
 	t.Run("reader passes", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": "hello"}, input: map[string]any{"path": "x.txt"}})
-		if res.Receipt.Status != haygent.StatusPass {
+		if res.Receipt.Status != ledger.StatusPass {
 			t.Fatalf("fixture run: %s", res.Receipt.Status)
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted), "gate READ_OK")
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), "gate READ_OK")
 	})
 }
 
@@ -346,7 +348,7 @@ func TestVerifyUpstream(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{up},
 			checkUpstream: func(context.Context, cid.Cid) error { return nil }})
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantOK(t, v)
 		if c := findCheck(v, "block hashes"); !strings.Contains(c.Detail, "1 upstream receipts not walked") {
 			t.Errorf("block hashes: %s", c.Detail)
@@ -356,10 +358,10 @@ func TestVerifyUpstream(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{up},
 			checkUpstream: func(context.Context, cid.Cid) error { return errors.New("not accepted") }})
-		if res.Receipt.Status != haygent.StatusHalt {
+		if res.Receipt.Status != ledger.StatusHalt {
 			t.Fatalf("fixture run: %s", res.Receipt.Status)
 		}
-		wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 	})
 }
 
@@ -374,10 +376,10 @@ func TestVerifyRepairs(t *testing.T) {
 	res := runHaygent(t, st, filepath.Join(fixtures, "haygents", "claimer"), runOpts{
 		input: map[string]any{"task": "did the tests pass?"}, adapter: adapter, now: steppingClock(),
 	})
-	if res.Receipt.Status != haygent.StatusHalt || res.Receipt.Repairs != 2 || len(res.Receipt.SlotCalls) == 0 {
+	if res.Receipt.Status != ledger.StatusHalt || res.Receipt.Repairs != 2 || len(res.Receipt.SlotCalls) == 0 {
 		t.Fatalf("fixture run: %s, %d repairs", res.Receipt.Status, res.Receipt.Repairs)
 	}
-	v := verify(t, st, res.ReceiptCID, trusted)
+	v := verifyOf(t, st, res.ReceiptCID, trusted)
 	wantOK(t, v, "gate TEST_PASS")
 	earlier := 0
 	for _, c := range v.Checks {
@@ -399,11 +401,11 @@ func TestVerifyRepairs(t *testing.T) {
 	// A forged verdict in an earlier evaluation is caught too.
 	r := loadReceipt(t, st, res.ReceiptCID)
 	ts, _ = chainOf(t, st, r)
-	var gr haygent.GateResult
+	var gr ledger.GateResult
 	loadObject(t, st, ts[1].Gates[0].Cid, &gr)
 	gr.Verdict = "FAIL"
 	ts[1].Gates = []cas.Link{{Cid: putObject(t, st, &gr)}}
-	v = verify(t, st, relink(t, st, r, ts), trusted)
+	v = verifyOf(t, st, relink(t, st, r, ts), trusted)
 	wantFailed(t, v, "gate TEST_PASS (seq 1)", "recorded FAIL, recomputed MISSING")
 	wantPassed(t, v, "gate TEST_PASS")
 }
@@ -444,7 +446,7 @@ func TestVerifyFreshness(t *testing.T) {
 			r := res.Receipt
 			got := map[string]string{}
 			for _, g := range r.Gates {
-				var gr haygent.GateResult
+				var gr ledger.GateResult
 				loadObject(t, st, g.Cid, &gr)
 				got[gr.Gate] = gr.Verdict
 			}
@@ -453,7 +455,7 @@ func TestVerifyFreshness(t *testing.T) {
 					t.Fatalf("the runtime recorded %s %s, want %s (the fixture no longer exercises the clock)", id, got[id], want)
 				}
 			}
-			wantOK(t, verify(t, st, res.ReceiptCID, trusted), "gate DIGEST_FRESH", "gate WRITE_RECENT")
+			wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), "gate DIGEST_FRESH", "gate WRITE_RECENT")
 			if tc.name != "digest then write" {
 				return
 			}
@@ -461,7 +463,7 @@ func TestVerifyFreshness(t *testing.T) {
 			// a clock reading after the gates transition's start: measured
 			// from the start the write would still be fresh.
 			ts, _ := chainOf(t, st, r)
-			var mut haygent.Evidence
+			var mut ledger.Evidence
 			loadObject(t, st, ts[1].Evidence[0].Cid, &mut)
 			started, _ := time.Parse(time.RFC3339Nano, ts[2].StartedAt)
 			observed, _ := time.Parse(time.RFC3339Nano, mut.ObservedAt)
@@ -479,15 +481,15 @@ func TestVerifyStatusForged(t *testing.T) {
 	reader := filepath.Join(fixtures, "haygents", "reader")
 	forge := func(t *testing.T, st cas.Store, c cid.Cid, key ed25519.PrivateKey) cid.Cid {
 		r := loadReceipt(t, st, c)
-		r.Status, r.Halt = haygent.StatusPass, nil
-		out := cas.Link{Cid: putObject(t, st, &haygent.Packet{Type: haygent.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})}
+		r.Status, r.Halt = ledger.StatusPass, nil
+		out := cas.Link{Cid: putObject(t, st, &ledger.Packet{Type: ledger.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})}
 		r.Output = &out
 		return resign(t, st, r, key)
 	}
 	t.Run("gate failed, trusted key", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
-		v := verify(t, st, forge(t, st, res.ReceiptCID, verifyKey), trusted)
+		v := verifyOf(t, st, forge(t, st, res.ReceiptCID, verifyKey), trusted)
 		wantFailed(t, v, "status", "READ_OK", "recomputed FAIL")
 		wantPassed(t, v, "signature")
 		wantPassed(t, v, "trusted signer")
@@ -496,7 +498,7 @@ func TestVerifyStatusForged(t *testing.T) {
 	t.Run("gate failed, untrusted key", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
-		v := verify(t, st, forge(t, st, res.ReceiptCID, strangerK), trusted)
+		v := verifyOf(t, st, forge(t, st, res.ReceiptCID, strangerK), trusted)
 		wantFailed(t, v, "trusted signer", "not among")
 		wantFailed(t, v, "status", "READ_OK")
 		if f := v.FirstFailure(); f.Name != "trusted signer" {
@@ -506,7 +508,7 @@ func TestVerifyStatusForged(t *testing.T) {
 	t.Run("halted before the gates", func(t *testing.T) {
 		st := memstore.New()
 		res := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": "x"}, input: map[string]any{"path": "../x"}})
-		v := verify(t, st, forge(t, st, res.ReceiptCID, verifyKey), trusted)
+		v := verifyOf(t, st, forge(t, st, res.ReceiptCID, verifyKey), trusted)
 		wantFailed(t, v, "status", "no gate evaluation")
 	})
 	t.Run("gate verdict forged too", func(t *testing.T) {
@@ -517,17 +519,17 @@ func TestVerifyStatusForged(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		last := &ts[len(ts)-1]
-		var gr haygent.GateResult
+		var gr ledger.GateResult
 		loadObject(t, st, last.Gates[0].Cid, &gr)
 		gr.Verdict, gr.Action = "PASS", "pass"
 		last.Gates = []cas.Link{{Cid: putObject(t, st, &gr)}}
 		last.Status = "ok"
 		r.Gates = last.Gates
 		r.Steps[len(r.Steps)-1].Status = "ok"
-		r.Status, r.Halt = haygent.StatusPass, nil
-		out := cas.Link{Cid: putObject(t, st, &haygent.Packet{Type: haygent.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})}
+		r.Status, r.Halt = ledger.StatusPass, nil
+		out := cas.Link{Cid: putObject(t, st, &ledger.Packet{Type: ledger.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})}
 		r.Output = &out
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "gate READ_OK", "recorded PASS, recomputed FAIL", "seq 1")
 		wantFailed(t, v, "status", "READ_OK")
 	})
@@ -536,16 +538,16 @@ func TestVerifyStatusForged(t *testing.T) {
 func TestVerifyChainTampered(t *testing.T) {
 	st := memstore.New()
 	res := runHaygent(t, st, multiStep(t), runOpts{files: map[string]string{"data.bin": "bytes"}})
-	if res.Receipt.Status != haygent.StatusPass || res.Receipt.Transitions != 4 {
+	if res.Receipt.Status != ledger.StatusPass || res.Receipt.Transitions != 4 {
 		t.Fatalf("fixture run: %s, %d transitions", res.Receipt.Status, res.Receipt.Transitions)
 	}
-	wantOK(t, verify(t, st, res.ReceiptCID, trusted))
+	wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 
 	t.Run("removed from the middle", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		ts = append(ts[:1:1], ts[2:]...) // drop seq 1, the roundtrip
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", "seq 2", "gap")
 		if f := v.FirstFailure(); f.Name != "transition chain" {
 			t.Errorf("first failure %q", f.Name)
@@ -560,7 +562,7 @@ func TestVerifyChainTampered(t *testing.T) {
 		for i := range ts {
 			ts[i].Seq = int64(i)
 		}
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantPassed(t, v, "transition chain")
 		wantFailed(t, v, "receipt index", "steps")
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "recomputed MISSING")
@@ -570,26 +572,26 @@ func TestVerifyChainTampered(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		ts[1], ts[2] = ts[2], ts[1]
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", "out of order")
 	})
 	t.Run("repeated", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		ts = append(ts[:2:2], ts[1:]...)
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", "seq 1 is repeated")
 	})
 	t.Run("count inflated", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		r.Transitions++
-		v := verify(t, st, resign(t, st, r, verifyKey), trusted)
+		v := verifyOf(t, st, resign(t, st, r, verifyKey), trusted)
 		wantFailed(t, v, "transition chain", "the receipt counts 5")
 	})
 	t.Run("count deflated", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		r.Transitions--
-		v := verify(t, st, resign(t, st, r, verifyKey), trusted)
+		v := verifyOf(t, st, resign(t, st, r, verifyKey), trusted)
 		wantFailed(t, v, "transition chain", "longer than the 3 transitions")
 	})
 
@@ -601,7 +603,7 @@ func TestVerifyChainTampered(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		ts[1] = otherTs[1]
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", "seq 1", `run "run-other"`)
 	})
 	t.Run("evidence from another run", func(t *testing.T) {
@@ -609,14 +611,14 @@ func TestVerifyChainTampered(t *testing.T) {
 		ts, _ := chainOf(t, st, r)
 		ts[1].Evidence = otherTs[1].Evidence
 		r.Evidence = otherTs[1].Evidence
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", otherTs[1].Evidence[0].String(), `run "run-other"`)
 	})
 	t.Run("evidence from another step", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		ts, _ := chainOf(t, st, r)
 		ts[2].Evidence, ts[1].Evidence = ts[1].Evidence, nil
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "transition chain", `step "store"`, `not step "b"`)
 	})
 }
@@ -628,7 +630,7 @@ func TestVerifyChainTampered(t *testing.T) {
 func TestVerifyPermissionsLink(t *testing.T) {
 	st := memstore.New()
 	res := runHaygent(t, st, multiStep(t), runOpts{files: map[string]string{"data.bin": "bytes"}})
-	wantOK(t, verify(t, st, res.ReceiptCID, trusted), "canonical form")
+	wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted), "canonical form")
 
 	t.Run("everywhere the input packet", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
@@ -637,13 +639,13 @@ func TestVerifyPermissionsLink(t *testing.T) {
 			ts[i].Permissions = r.Input
 		}
 		r.Permissions = r.Input
-		v := verify(t, st, relink(t, st, r, ts), trusted)
+		v := verifyOf(t, st, relink(t, st, r, ts), trusted)
 		wantFailed(t, v, "canonical form", "permission snapshot "+r.Input.String(), "is not an hg/permissions@1 object")
 	})
 	t.Run("the receipt's only", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		r.Permissions = r.Input
-		v := verify(t, st, resign(t, st, r, verifyKey), trusted)
+		v := verifyOf(t, st, resign(t, st, r, verifyKey), trusted)
 		wantFailed(t, v, "canonical form", "permission snapshot "+r.Input.String(), "is not an hg/permissions@1 object")
 	})
 }
@@ -656,7 +658,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 		if err := st.Delete(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantFailed(t, v, "block hashes", ev.String(), "missing")
 		if f := v.FirstFailure(); f.Name != "block hashes" {
 			t.Errorf("first failure %q", f.Name)
@@ -676,7 +678,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 		}
 		data[len(data)/2] ^= 0x20
 		st.Corrupt(head, data)
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantFailed(t, v, "block hashes", head.String(), "corrupt")
 		wantFailed(t, v, "transition chain", head.String())
 	})
@@ -696,7 +698,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 			t.Fatalf("no raw block found (%v)", err)
 		}
 		st.Corrupt(chunk, []byte("not what was stored"))
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantFailed(t, v, "block hashes", chunk.String(), "corrupt")
 	})
 	t.Run("receipt missing", func(t *testing.T) {
@@ -705,7 +707,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 		if err := st.Delete(context.Background(), res.ReceiptCID); err != nil {
 			t.Fatal(err)
 		}
-		v := verify(t, st, res.ReceiptCID, trusted)
+		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantFailed(t, v, "block hashes", res.ReceiptCID.String())
 		wantFailed(t, v, "status", "not checked")
 		for _, c := range v.Checks {
@@ -734,7 +736,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 		if err := st.Put(context.Background(), b); err != nil {
 			t.Fatal(err)
 		}
-		v := verify(t, st, b.CID(), trusted)
+		v := verifyOf(t, st, b.CID(), trusted)
 		wantPassed(t, v, "block hashes")
 		wantFailed(t, v, "canonical form", b.CID().String())
 	})
@@ -755,25 +757,25 @@ func TestVerifyPackageChanged(t *testing.T) {
 	}
 	const rules = `"on_missing": "fail", "on_stale": "fail", "on_invalid": "fail", "on_contradictory": "halt", "on_timeout": "fail"`
 	t.Run("stricter predicate", func(t *testing.T) {
-		v := verify(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
+		v := verifyOf(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
 			"predicate": "ev.equal == true && ev.size > 1000000", `+rules+`}]}`), trusted)
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "recorded PASS, recomputed FAIL", "predicate recorded")
 		wantFailed(t, v, "status", "EXACT_ROUND_TRIP")
 		wantFailed(t, v, "receipt index", "ran package")
 	})
 	t.Run("same verdict, other predicate", func(t *testing.T) {
-		v := verify(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
+		v := verifyOf(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
 			"predicate": "ev.equal == true", `+rules+`}]}`), trusted)
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "recorded PASS, recomputed PASS", "predicate recorded")
 	})
 	t.Run("does not compile", func(t *testing.T) {
-		v := verify(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
+		v := verifyOf(t, st, repoint(t, `{"gates": [{"id": "EXACT_ROUND_TRIP", "evidence": "digest", "subject": "file:data.bin",
 			"predicate": "ev.size >", `+rules+`}]}`), trusted)
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "does not compile")
 		wantFailed(t, v, "status")
 	})
 	t.Run("gate renamed", func(t *testing.T) {
-		v := verify(t, st, repoint(t, `{"gates": [{"id": "OTHER", "evidence": "digest", "subject": "file:data.bin",
+		v := verifyOf(t, st, repoint(t, `{"gates": [{"id": "OTHER", "evidence": "digest", "subject": "file:data.bin",
 			"predicate": "ev.equal == true && ev.input == ev.output && ev.size > 0", `+rules+`}]}`), trusted)
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "does not define")
 		wantFailed(t, v, "gate OTHER", "no result")
@@ -782,7 +784,7 @@ func TestVerifyPackageChanged(t *testing.T) {
 	t.Run("no gates file", func(t *testing.T) {
 		r := loadReceipt(t, st, res.ReceiptCID)
 		r.Package = r.Input // a packet, not a tree
-		v := verify(t, st, resign(t, st, r, verifyKey), trusted)
+		v := verifyOf(t, st, resign(t, st, r, verifyKey), trusted)
 		wantFailed(t, v, "package gates", r.Input.String())
 		wantFailed(t, v, "gate EXACT_ROUND_TRIP", "cannot be read")
 		wantFailed(t, v, "status")
@@ -794,7 +796,7 @@ func TestVerifyContext(t *testing.T) {
 	res := roundtripRun(t, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := haygent.VerifyReceipt(ctx, st, res.ReceiptCID, trusted); !errors.Is(err, context.Canceled) {
+	if _, err := verify.VerifyReceipt(ctx, st, res.ReceiptCID, trusted); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }
@@ -803,9 +805,9 @@ func TestVerifyReceiptChain(t *testing.T) {
 	dir := filepath.Join(fixtures, "haygents", "roundtrip")
 	files := map[string]string{"data.bin": "x"}
 	accept := func(context.Context, cid.Cid) error { return nil }
-	chain := func(t *testing.T, st cas.Store, c cid.Cid) []*haygent.Verification {
+	chain := func(t *testing.T, st cas.Store, c cid.Cid) []*verify.Verification {
 		t.Helper()
-		vs, err := haygent.VerifyReceiptChain(context.Background(), st, c, trusted)
+		vs, err := verify.VerifyReceiptChain(context.Background(), st, c, trusted)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -823,8 +825,8 @@ func TestVerifyReceiptChain(t *testing.T) {
 		for _, v := range vs {
 			wantOK(t, v)
 		}
-		wantPassed(t, vs[2], haygent.CheckUpstream)
-		if findCheck(vs[0], haygent.CheckUpstream) != nil {
+		wantPassed(t, vs[2], verify.CheckUpstream)
+		if findCheck(vs[0], verify.CheckUpstream) != nil {
 			t.Error("a receipt without upstream receipts has an upstream check")
 		}
 	})
@@ -832,19 +834,19 @@ func TestVerifyReceiptChain(t *testing.T) {
 		st := memstore.New()
 		reader := filepath.Join(fixtures, "haygents", "reader")
 		halt := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
-		if halt.Receipt.Status != haygent.StatusHalt {
+		if halt.Receipt.Status != ledger.StatusHalt {
 			t.Fatalf("fixture: %s", halt.Receipt.Status)
 		}
 		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{halt.ReceiptCID}, checkUpstream: accept}).ReceiptCID
 		vs := chain(t, st, down)
 		wantOK(t, vs[0]) // the HALT itself is honest
-		wantFailed(t, vs[1], haygent.CheckUpstream, halt.ReceiptCID.String(), "is a HALT, not a PASS")
+		wantFailed(t, vs[1], verify.CheckUpstream, halt.ReceiptCID.String(), "is a HALT, not a PASS")
 	})
 	t.Run("upstream missing", func(t *testing.T) {
 		st := memstore.New()
 		gone := roundtripRun(t, memstore.New()).ReceiptCID // in another store
 		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{gone}, checkUpstream: accept}).ReceiptCID
 		vs := chain(t, st, down)
-		wantFailed(t, vs[len(vs)-1], haygent.CheckUpstream, gone.String(), "does not verify")
+		wantFailed(t, vs[len(vs)-1], verify.CheckUpstream, gone.String(), "does not verify")
 	})
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/scheduler"
 )
@@ -215,7 +215,7 @@ func BenchmarkVerifyRun(b *testing.B) {
 	}
 	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
 	// One uncounted run first, as a user's second verification would be.
-	haygent.ForgetSignatures()
+	ledger.ForgetSignatures()
 	if _, err := scheduler.VerifyRun(ctx, st, root, trusted, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func BenchmarkVerifyRun(b *testing.B) {
 	start, cpu0 := time.Now(), cpuTime(b)
 	for range b.N {
 		// A verifier on another machine has checked no signature before.
-		haygent.ForgetSignatures()
+		ledger.ForgetSignatures()
 		v, err := scheduler.VerifyRun(ctx, st, root, trusted, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -4,7 +4,7 @@
 // # Acceptance
 //
 // When a node's Haygent returns, the node is concluded, not done: the
-// scheduler verifies the receipt with its own code ([haygent.VerifyReceipt]:
+// scheduler verifies the receipt with its own code ([verify.VerifyReceipt]:
 // every block's hash, canonical form, the transition chain, the signature
 // by a trusted runner key, every gate re-evaluated from the stored
 // evidence, and the status against the gates) and stores an
@@ -28,7 +28,7 @@
 // tree or its upstream node, and the run, its resumption and its
 // verification need the store alone. A node whose workspace is
 // {"from": NODE} starts from the final workspace that NODE's accepted
-// receipt records ([haygent.Receipt].FinalWorkspace), and from nothing
+// receipt records ([ledger.Receipt].FinalWorkspace), and from nothing
 // else. The engine is handed the tree's blocks ([Invocation].Workspace)
 // and writes it out into a new directory; the receipt's workspace
 // snapshot must be what the package's read grants let it see of that

@@ -8,7 +8,8 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -70,13 +71,13 @@ func Remeasure(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 				continue
 			}
 			// The first of its own checks that fails, else the first.
-			var first, own *haygent.Check
+			var first, own *verify.Check
 			for i := range n.Checks {
 				if ch := &n.Checks[i]; !ch.OK {
 					if first == nil {
 						first = ch
 					}
-					if own == nil && ch.Name != haygent.CheckUpstream {
+					if own == nil && ch.Name != verify.CheckUpstream {
 						own = ch
 					}
 				}
@@ -220,14 +221,14 @@ func acceptedWork(ctx context.Context, st cas.Store, run, node string, trusted [
 	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Receipt.Cid != n.Receipt.Cid {
 		return cid.Undef, fmt.Errorf("node %s of run %s: its receipt %s was not accepted", node, run, n.Receipt.Cid)
 	}
-	v, err := haygent.VerifyReceipt(ctx, st, n.Receipt.Cid, trusted)
+	v, err := verify.VerifyReceipt(ctx, st, n.Receipt.Cid, trusted)
 	if err != nil {
 		return cid.Undef, err
 	}
 	if f := v.FirstFailure(); f != nil {
 		return cid.Undef, fmt.Errorf("node %s of run %s: receipt %s does not verify: %s: %s", node, run, n.Receipt.Cid, f.Name, f.Detail)
 	}
-	if v.Status != haygent.StatusPass {
+	if v.Status != ledger.StatusPass {
 		return cid.Undef, fmt.Errorf("node %s of run %s: receipt %s is a %s", node, run, n.Receipt.Cid, v.Status)
 	}
 	return n.Receipt.Cid, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -25,7 +25,7 @@ var (
 const when = "2030-01-01T00:00:00Z"
 
 // nodeCheck returns the named check of node name in v.
-func nodeCheck(v *scheduler.RunVerification, name, check string) *haygent.Check {
+func nodeCheck(v *scheduler.RunVerification, name, check string) *verify.Check {
 	for _, n := range v.Nodes {
 		if n.Node != name {
 			continue
@@ -78,7 +78,7 @@ func TestRecheckRegressesUnderTodaysTrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0].Node != "seed" || found[0].Check != haygent.CheckTrust || found[0].Receipt != before["seed"] {
+	if len(found) != 1 || found[0].Node != "seed" || found[0].Check != verify.CheckTrust || found[0].Receipt != before["seed"] {
 		t.Fatalf("findings %+v, want seed's trusted signer only (the rest lies below it)", found)
 	}
 	res, err = scheduler.Regress(ctx, st, at, found, person, when)
@@ -115,7 +115,7 @@ func TestRecheckRegressesUnderTodaysTrust(t *testing.T) {
 		t.Fatalf("events %+v, want one", got.Events)
 	}
 	if ev := got.Events[0]; ev.Kind != scheduler.EventRegressed || ev.Node != "seed" || ev.From != dag.Done || ev.To != dag.Failed ||
-		ev.Receipt == nil || ev.Receipt.Cid != before["seed"] || ev.Check != haygent.CheckTrust || ev.Who != "alice" || ev.At != when {
+		ev.Receipt == nil || ev.Receipt.Cid != before["seed"] || ev.Check != verify.CheckTrust || ev.Who != "alice" || ev.At != when {
 		t.Errorf("event %+v", ev)
 	}
 	memo, err := st.Refs(ctx, scheduler.MemoNamespace)

@@ -23,6 +23,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -209,7 +211,7 @@ func (s *Scheduler) stamp() string { return s.opts.Now().UTC().Format(time.RFC33
 func (s *Scheduler) actor() Actor {
 	a := Actor{Who: VerifierName}
 	if s.opts.Key != nil {
-		a.Key = haygent.FormatPublicKey(s.opts.Key.Public().(ed25519.PublicKey))
+		a.Key = ledger.FormatPublicKey(s.opts.Key.Public().(ed25519.PublicKey))
 	}
 	return a
 }
@@ -916,7 +918,7 @@ func (e *execution) loadDone(ctx context.Context) error {
 	}
 	defer st.Close()
 	for _, n := range done {
-		r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+		r, err := ledger.LoadReceipt(ctx, st, n.Receipt.Cid)
 		if err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
 		}
@@ -937,7 +939,7 @@ func (e *execution) loadDone(ctx context.Context) error {
 
 // outputOf returns the output document of an accepted receipt.
 func outputOf(ctx context.Context, st cas.Store, receipt cid.Cid) (map[string]any, error) {
-	r, err := haygent.LoadReceipt(ctx, st, receipt)
+	r, err := ledger.LoadReceipt(ctx, st, receipt)
 	if err != nil {
 		return nil, err
 	}
@@ -946,17 +948,17 @@ func outputOf(ctx context.Context, st cas.Store, receipt cid.Cid) (map[string]an
 
 // receiptOutput returns the output document of the receipt r, stored at
 // receipt.
-func receiptOutput(ctx context.Context, st cas.Store, receipt cid.Cid, r *haygent.Receipt) (map[string]any, error) {
+func receiptOutput(ctx context.Context, st cas.Store, receipt cid.Cid, r *ledger.Receipt) (map[string]any, error) {
 	if r.Output == nil {
 		return nil, fmt.Errorf("receipt %s has no output", receipt)
 	}
-	var p haygent.Packet
+	var p ledger.Packet
 	err := st.View(ctx, r.Output.Cid, func(data []byte) error { return cas.Unmarshal(data, &p) })
 	if err != nil {
 		return nil, err
 	}
 	// Values over the block limit are stored apart: read them back.
-	return haygent.InlinePayload(ctx, st, p.Payload)
+	return ledger.InlinePayload(ctx, st, p.Payload)
 }
 
 // invoke runs one node: input by pointer from upstream outputs, the memo
@@ -1104,7 +1106,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	vctx := context.WithoutCancel(ctx)
 	// The package tree was stored and hashed by this scheduler; every
 	// other block of the receipt's closure is walked and re-hashed.
-	v, err := haygent.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
+	v, err := verify.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
 	if err != nil {
 		return fail(dag.Failed, "verify: %v", err)
 	}
@@ -1141,8 +1143,8 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 			}
 		}
 		return fail(dag.Failed, "receipt rejected")
-	case v.Status != haygent.StatusPass:
-		r, err := haygent.LoadReceipt(vctx, stg, out.Receipt)
+	case v.Status != ledger.StatusPass:
+		r, err := ledger.LoadReceipt(vctx, stg, out.Receipt)
 		if err != nil || r.Halt == nil {
 			return fail(dag.Failed, "HALT")
 		}
@@ -1175,7 +1177,7 @@ type memoHit struct {
 // sameWork checks that a verified receipt is for the package, input and
 // workspace the node asked for: its workspace snapshot is workspace, what
 // the package's read grants let it see of the tree it was given.
-func sameWork(v *haygent.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid, workspace cid.Cid) CheckRec {
+func sameWork(v *verify.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid, workspace cid.Cid) CheckRec {
 	c := CheckRec{Name: "same work"}
 	switch {
 	case v.Object == nil:
@@ -1295,10 +1297,10 @@ func (e *execution) memo(ctx context.Context, c cid.Cid) (memoHit, bool) {
 	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
 		return memoHit{}, false
 	}
-	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != haygent.StatusPass {
+	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != ledger.StatusPass {
 		return memoHit{}, false
 	}
-	r, err := haygent.LoadReceipt(ctx, st, acc.Receipt.Cid)
+	r, err := ledger.LoadReceipt(ctx, st, acc.Receipt.Cid)
 	if err != nil || !slices.ContainsFunc(e.s.opts.Trusted, func(k ed25519.PublicKey) bool { return bytes.Equal(k, r.Signer) }) {
 		return memoHit{}, false
 	}

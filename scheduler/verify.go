@@ -14,11 +14,13 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/perm"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
-// Names of the checks [VerifyRun] adds to those of [haygent.VerifyReceipt].
+// Names of the checks [VerifyRun] adds to those of [verify.VerifyReceipt].
 const (
 	CheckRecord     = "run record"
 	CheckWorkOrder  = "work order"
@@ -41,7 +43,7 @@ type RunVerification struct {
 	Run    string
 	Record cid.Cid
 	Status string // the record's
-	Checks []haygent.Check
+	Checks []verify.Check
 	Nodes  []NodeVerification
 }
 
@@ -52,10 +54,10 @@ type NodeVerification struct {
 	Node         string
 	State        string
 	Receipt      cid.Cid // undefined for a node that never returned one
-	Checks       []haygent.Check
+	Checks       []verify.Check
 	Transitions  int
 	Blocks       int
-	Verification *haygent.Verification
+	Verification *verify.Verification
 }
 
 // OK reports whether every check of the run and of every node passed.
@@ -66,7 +68,7 @@ func (v *RunVerification) OK() bool {
 
 // FirstFailure returns the first failed check, run checks first, and the
 // node it belongs to ("" for the run).
-func (v *RunVerification) FirstFailure() (node string, c *haygent.Check) {
+func (v *RunVerification) FirstFailure() (node string, c *verify.Check) {
 	for i := range v.Checks {
 		if !v.Checks[i].OK {
 			return "", &v.Checks[i]
@@ -93,7 +95,7 @@ func (v *RunVerification) Transitions() int {
 
 // VerifyRun verifies the run record at c from st alone, independently of
 // the scheduler that wrote it: any machine holding the blocks (a bundle)
-// can. Besides every receipt's own checks ([haygent.VerifyReceipt], with
+// can. Besides every receipt's own checks ([verify.VerifyReceipt], with
 // "upstream receipts" for receipts made from upstream ones), it checks:
 //
 //   - "run record": the hg/run@1 root and its pages decode strictly, hold
@@ -127,11 +129,11 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, Detail: err.Error()})
+		v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, Detail: err.Error()})
 		return v, nil
 	}
 	v.Run, v.Status = rec.Run, rec.Status
-	v.Checks = append(v.Checks, haygent.Check{Name: CheckRecord, OK: true,
+	v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
 
 	// The receipts' signatures are checked in batches from now on, on
@@ -150,14 +152,14 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, Detail: fmt.Sprintf("%s: %v", rec.WorkOrder.Cid, err)})
+		v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, Detail: fmt.Sprintf("%s: %v", rec.WorkOrder.Cid, err)})
 		return v, nil
 	}
-	v.Checks = append(v.Checks, haygent.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
+	v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
 	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
 	var events map[string][]RunEvent // by node; nil for a run without events
 	if len(rec.Events) > 0 {
-		var c haygent.Check
+		var c verify.Check
 		events, c = eventsByNode(rec)
 		v.Checks = append(v.Checks, c)
 	}
@@ -178,7 +180,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		}
 		known[pkg] = err == nil
 	}
-	cv := haygent.NewChainVerifier(st, trusted, known)
+	cv := verify.NewChainVerifier(st, trusted, known)
 	perms := &permCache{st: st}
 	v.Nodes = make([]NodeVerification, len(rec.Nodes))
 	errs := make(chan error, 1)
@@ -256,7 +258,7 @@ type signatureChecks struct {
 // precheckSignatures starts checking the signatures of the record's
 // receipts in batches of signatureBatch nodes, on every core. Whether a
 // batch holds is not reported: it only spares each receipt's own check
-// (see [haygent.PrecheckSignatures]).
+// (see [ledger.PrecheckSignatures]).
 func precheckSignatures(ctx context.Context, st cas.Store, rec *Record) *signatureChecks {
 	s := &signatureChecks{
 		done:  make([]chan struct{}, (len(rec.Nodes)+signatureBatch-1)/signatureBatch),
@@ -285,7 +287,7 @@ func precheckSignatures(ctx context.Context, st cas.Store, rec *Record) *signatu
 					}
 				}
 				if ctx.Err() == nil {
-					haygent.PrecheckSignatures(ctx, st, receipts)
+					ledger.PrecheckSignatures(ctx, st, receipts)
 				}
 				close(s.done[k])
 			}
@@ -308,17 +310,17 @@ func sameNodes(rec *Record, wo *dag.WorkOrder) error {
 }
 
 // outcomeCheck recomputes the run's outcome from its nodes' states.
-func outcomeCheck(rec *Record, wo *dag.WorkOrder) haygent.Check {
+func outcomeCheck(rec *Record, wo *dag.WorkOrder) verify.Check {
 	stuck := stuckNodes(rec.Nodes, wo)
 	switch {
 	case rec.Status == StatusDone && len(stuck) > 0:
-		return haygent.Check{Name: CheckOutcome, Detail: "the record says done, but not done: " + summarize(stuck)}
+		return verify.Check{Name: CheckOutcome, Detail: "the record says done, but not done: " + summarize(stuck)}
 	case rec.Status == StatusDone:
-		return haygent.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("done: the %d required nodes and all they need are done", len(wo.Required()))}
+		return verify.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("done: the %d required nodes and all they need are done", len(wo.Required()))}
 	case len(stuck) == 0 && rec.Status != StatusRunning:
-		return haygent.Check{Name: CheckOutcome, Detail: fmt.Sprintf("the record says %s, but every required node is done", rec.Status)}
+		return verify.Check{Name: CheckOutcome, Detail: fmt.Sprintf("the record says %s, but every required node is done", rec.Status)}
 	}
-	return haygent.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("%s: not done: %s", rec.Status, summarize(stuck))}
+	return verify.Check{Name: CheckOutcome, OK: true, Detail: fmt.Sprintf("%s: not done: %s", rec.Status, summarize(stuck))}
 }
 
 func summarize(list []string) string {
@@ -329,7 +331,7 @@ func summarize(list []string) string {
 }
 
 // verifyNode fills out the verification of node i of the record.
-func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, events map[string][]RunEvent, i int, out *NodeVerification) error {
+func verifyNode(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, events map[string][]RunEvent, i int, out *NodeVerification) error {
 	n := rec.Nodes[i]
 	out.Node, out.State = n.Name, n.State
 	// A node that events moved, or that only an event can have moved,
@@ -343,7 +345,7 @@ func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, pe
 	}
 	if n.Receipt == nil {
 		if n.State == dag.Done {
-			out.Checks = append(out.Checks, haygent.Check{Name: CheckAcceptance, Detail: "the node is done but records no receipt"})
+			out.Checks = append(out.Checks, verify.Check{Name: CheckAcceptance, Detail: "the node is done but records no receipt"})
 		}
 		return nil
 	}
@@ -364,8 +366,8 @@ func verifyNode(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, pe
 }
 
 // acceptanceCheck checks the node's acceptance against its receipt.
-func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygent.Verification) haygent.Check {
-	c := haygent.Check{Name: CheckAcceptance}
+func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *verify.Verification) verify.Check {
+	c := verify.Check{Name: CheckAcceptance}
 	if n.Acceptance == nil {
 		if n.State == dag.Done {
 			c.Detail = "the node is done but records no acceptance"
@@ -388,7 +390,7 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygen
 		c.Detail = fmt.Sprintf("the node is done but its acceptance says %q", acc.Verdict)
 	case acc.Status != rv.Status:
 		c.Detail = fmt.Sprintf("the acceptance records status %s, the receipt says %s", acc.Status, rv.Status)
-	case n.State == dag.Done && rv.Status != haygent.StatusPass:
+	case n.State == dag.Done && rv.Status != ledger.StatusPass:
 		c.Detail = "the node is done but its receipt is a " + rv.Status
 	default:
 		c.OK, c.Detail = true, fmt.Sprintf("%s %s by %s", acc.Verdict, n.Acceptance.Cid, acc.Verifier)
@@ -401,8 +403,8 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *haygen
 // upstream receipts' outputs, those upstream receipts, its workspace as
 // the Work Order gives it, and, unless it is a memo hit, this run and
 // node.
-func placeCheck(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, n NodeRecord, rv *haygent.Verification) (haygent.Check, error) {
-	c := haygent.Check{Name: CheckPlace}
+func placeCheck(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, packages map[string]cid.Cid, n NodeRecord, rv *verify.Verification) (verify.Check, error) {
+	c := verify.Check{Name: CheckPlace}
 	if n.State != dag.Done {
 		c.OK, c.Detail = true, "not checked: the node is "+n.State
 		return c, nil
@@ -493,7 +495,7 @@ func placeCheck(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, pe
 // read grants let it see of the tree the Work Order gives it, or of the
 // final workspace its upstream node's receipt records. why says what
 // cannot be rebuilt; err is only for ctx.
-func expectedWorkspace(ctx context.Context, st cas.Store, cv *haygent.ChainVerifier, perms *permCache, rec *Record, ws *dag.Workspace, pkg cid.Cid) (want cid.Cid, why string, err error) {
+func expectedWorkspace(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, perms *permCache, rec *Record, ws *dag.Workspace, pkg cid.Cid) (want cid.Cid, why string, err error) {
 	var given cid.Cid
 	switch {
 	case ws == nil:
@@ -611,8 +613,8 @@ func sameCIDs(a, b []cid.Cid) bool {
 
 // eventsByNode groups the record's events by node, and checks that each
 // is of a known kind and names a node of the run.
-func eventsByNode(rec *Record) (map[string][]RunEvent, haygent.Check) {
-	c := haygent.Check{Name: CheckEvents}
+func eventsByNode(rec *Record) (map[string][]RunEvent, verify.Check) {
+	c := verify.Check{Name: CheckEvents}
 	byNode := map[string][]RunEvent{}
 	for i, ev := range rec.Events {
 		switch ev.Kind {
@@ -638,8 +640,8 @@ func eventsByNode(rec *Record) (map[string][]RunEvent, haygent.Check) {
 // breaker is open is blocked; a done node's receipt is not one a
 // regression took back; and the later receipt a rewrite names verifies
 // now, a PASS.
-func nodeEventsCheck(ctx context.Context, cv *haygent.ChainVerifier, n NodeRecord, evs []RunEvent) (haygent.Check, error) {
-	c := haygent.Check{Name: CheckEvents}
+func nodeEventsCheck(ctx context.Context, cv *verify.ChainVerifier, n NodeRecord, evs []RunEvent) (verify.Check, error) {
+	c := verify.Check{Name: CheckEvents}
 	var last *RunEvent // the last rewrite or deletion
 	var note string
 	for i := range evs {
@@ -694,7 +696,7 @@ func nodeEventsCheck(ctx context.Context, cv *haygent.ChainVerifier, n NodeRecor
 		case f != nil:
 			c.Detail = fmt.Sprintf("the later receipt %s (%s) that rewrote it does not verify: %s: %s", last.By.Cid, last.ByNode, f.Name, f.Detail)
 			return c, nil
-		case v.Status != haygent.StatusPass:
+		case v.Status != ledger.StatusPass:
 			c.Detail = fmt.Sprintf("the later receipt %s (%s) that rewrote it is a %s", last.By.Cid, last.ByNode, v.Status)
 			return c, nil
 		}

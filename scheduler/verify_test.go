@@ -10,7 +10,8 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -75,7 +76,7 @@ func TestVerifyRun(t *testing.T) {
 		st := memstore.New()
 		_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3})
 		v := verifyRun(t, st, recordCID(t, st, rec.Run), nil)
-		if node, c := v.FirstFailure(); node == "" || c == nil || c.Name != haygent.CheckTrust {
+		if node, c := v.FirstFailure(); node == "" || c == nil || c.Name != verify.CheckTrust {
 			t.Fatalf("first failure %s %+v, want a node's trusted signer", node, c)
 		}
 	})
@@ -180,11 +181,11 @@ func TestVerifyRunSignatureBatches(t *testing.T) {
 
 	// One batch ahead at most: the checks wait for the nodes.
 	defer scheduler.SetSignaturesAhead(1)()
-	haygent.ForgetSignatures()
+	ledger.ForgetSignatures()
 	v := verifyRun(t, st, root, runTrusted)
 	for i, nv := range v.Nodes {
 		for _, c := range nv.Checks {
-			if c.Name == haygent.CheckSignature && c.OK == (i == broken) {
+			if c.Name == verify.CheckSignature && c.OK == (i == broken) {
 				t.Errorf("node %d (%s): signature check %v: %s", i, nv.Node, c.OK, c.Detail)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -130,14 +131,14 @@ func treeFiles(t *testing.T, st cas.Store, c cid.Cid) map[string]string {
 	return out
 }
 
-func nodeReceipt(t *testing.T, st cas.Store, rec *scheduler.Record, name string) *haygent.Receipt {
+func nodeReceipt(t *testing.T, st cas.Store, rec *scheduler.Record, name string) *ledger.Receipt {
 	t.Helper()
 	for _, n := range rec.Nodes {
 		if n.Name == name {
 			if n.Receipt == nil {
 				t.Fatalf("node %s (%s) has no receipt", name, n.State)
 			}
-			r, err := haygent.LoadReceipt(context.Background(), st, n.Receipt.Cid)
+			r, err := ledger.LoadReceipt(context.Background(), st, n.Receipt.Cid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestWorkspaceEdge(t *testing.T) {
 	if r.Workspace.Cid != w.FinalWorkspace.Cid {
 		t.Errorf("the reader started from %s, the writer's accepted receipt records %s", r.Workspace.Cid, w.FinalWorkspace.Cid)
 	}
-	if r.Status != haygent.StatusPass {
+	if r.Status != ledger.StatusPass {
 		t.Errorf("reader %s", r.Status)
 	}
 
@@ -374,7 +375,7 @@ func TestWorkspaceEngineOtherTree(t *testing.T) {
 				switch {
 				case n.Name == tc.node && (n.State != dag.Failed || !strings.Contains(n.Reason, "same work: the receipt's workspace is")):
 					t.Errorf("%s: %s %q, want failed on the same-work check", n.Name, n.State, n.Reason)
-				case n.Name == tc.node && !tc.empty && nodeReceipt(t, st, rec, n.Name).Status != haygent.StatusPass:
+				case n.Name == tc.node && !tc.empty && nodeReceipt(t, st, rec, n.Name).Status != ledger.StatusPass:
 					t.Errorf("%s: the engine's receipt is no PASS: the test proves nothing", n.Name)
 				case n.Name == "reader" && tc.node == "writer" && n.State != dag.Blocked:
 					t.Errorf("reader: %s, want blocked below the refused writer", n.State)

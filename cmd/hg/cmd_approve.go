@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +40,7 @@ FILE.json and INPUT.json are read as strictly as 'hg haygent run' reads
 				if err != nil {
 					return err
 				}
-				subject = haygent.SubjectDigest(v)
+				subject = ledger.SubjectDigest(v)
 			}
 			if keyFile == "" {
 				dir, err := locateStore(g.store)
@@ -49,15 +49,15 @@ FILE.json and INPUT.json are read as strictly as 'hg haygent run' reads
 				}
 				keyFile = keyPath(dir)
 			}
-			key, err := haygent.LoadKey(keyFile)
+			key, err := ledger.LoadKey(keyFile)
 			if err != nil {
 				return err
 			}
-			decision := haygent.DecisionApprove
+			decision := ledger.DecisionApprove
 			if reject {
-				decision = haygent.DecisionReject
+				decision = ledger.DecisionReject
 			}
-			a, err := haygent.NewApproval(key, subject, decision, time.Now(), ttl)
+			a, err := ledger.NewApproval(key, subject, decision, time.Now(), ttl)
 			if err != nil {
 				return usageError{err}
 			}
@@ -101,7 +101,7 @@ func readValue(path string) (any, error) {
 // will read it: a duplicate key would otherwise be dropped here, changing
 // the input in silence. The other fields keep their text, numbers as
 // written.
-func putApproval(path, field string, a *haygent.Approval) error {
+func putApproval(path, field string, a *ledger.Approval) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err

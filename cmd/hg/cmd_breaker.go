@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/spf13/cobra"
 )
@@ -25,8 +25,8 @@ func actorOf(storeDir string) scheduler.Actor {
 	} else if v := os.Getenv("USER"); v != "" {
 		a.Who = v
 	}
-	if k, err := haygent.LoadKey(keyPath(storeDir)); err == nil {
-		a.Key = haygent.FormatPublicKey(k.Public().(ed25519.PublicKey))
+	if k, err := ledger.LoadKey(keyPath(storeDir)); err == nil {
+		a.Key = ledger.FormatPublicKey(k.Public().(ed25519.PublicKey))
 	}
 	return a
 }

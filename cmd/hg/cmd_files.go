@@ -13,7 +13,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/dag"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -268,7 +268,7 @@ func nodeFinalWorkspace(ctx context.Context, g *globals, st cas.Store, run, node
 		if n.Receipt == nil {
 			return cid.Undef, errors.New(textsafe.Sprintf("node %s of run %s has no receipt (it is %s): it left no workspace", node, run, n.State))
 		}
-		r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+		r, err := ledger.LoadReceipt(ctx, st, n.Receipt.Cid)
 		if err != nil {
 			return cid.Undef, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -155,7 +156,7 @@ The receipt is signed with the store's runner key (made on first use; see
 				} else {
 					g.ui.printf("%s\n", res.ReceiptCID)
 				}
-				if res.Receipt.Status != haygent.StatusPass {
+				if res.Receipt.Status != ledger.StatusPass {
 					h := res.Receipt.Halt
 					what := h.Verdict
 					if h.FailedGate != "" {
@@ -245,11 +246,11 @@ func keyPath(storeDir string) string { return filepath.Join(storeDir, "keys", "r
 
 // runnerKey loads the store's signing key, making one on first use.
 func runnerKey(g *globals, storeDir string) (ed25519.PrivateKey, error) {
-	key, err := haygent.LoadKey(keyPath(storeDir))
-	if errors.Is(err, haygent.ErrNoKey) {
-		key, err = haygent.GenerateKey(keyPath(storeDir))
+	key, err := ledger.LoadKey(keyPath(storeDir))
+	if errors.Is(err, ledger.ErrNoKey) {
+		key, err = ledger.GenerateKey(keyPath(storeDir))
 		if err == nil {
-			g.ui.hintf("made a runner key for this store: %s", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			g.ui.hintf("made a runner key for this store: %s", ledger.FormatPublicKey(key.Public().(ed25519.PublicKey)))
 		}
 	}
 	return key, err
@@ -286,7 +287,7 @@ func newReportCmd(g *globals) *cobra.Command {
 					}
 					return runReport(ctx, g, st, rec.Run)
 				}
-				l, err := haygent.LoadLedger(ctx, st, c)
+				l, err := ledger.LoadLedger(ctx, st, c)
 				if err != nil {
 					return err
 				}
@@ -303,7 +304,7 @@ func newReportCmd(g *globals) *cobra.Command {
 
 // writeLedgerJSON prints the stored records of a ledger as one DAG-JSON
 // document, exactly as stored.
-func writeLedgerJSON(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger) error {
+func writeLedgerJSON(ctx context.Context, g *globals, st cas.Store, l *ledger.Ledger) error {
 	node := func(c cid.Cid) (any, error) {
 		data, err := st.Get(ctx, c)
 		if err != nil {

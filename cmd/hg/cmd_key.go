@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +22,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printRunnerKey(g, haygent.GenerateKey, keyPath(dir))
+			return printRunnerKey(g, ledger.GenerateKey, keyPath(dir))
 		},
 	}
 	show := &cobra.Command{
@@ -34,7 +34,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printRunnerKey(g, haygent.LoadKey, keyPath(dir))
+			return printRunnerKey(g, ledger.LoadKey, keyPath(dir))
 		},
 	}
 	trust := &cobra.Command{
@@ -58,7 +58,7 @@ those of the store's own key.`,
 				if err := addTrusted(dir, k); err != nil {
 					return err
 				}
-				g.ui.printf("trusted %s\n", haygent.FormatPublicKey(k))
+				g.ui.printf("trusted %s\n", ledger.FormatPublicKey(k))
 			}
 			return nil
 		},
@@ -85,10 +85,10 @@ own runner key is always trusted: make a new one instead.`,
 			if err != nil {
 				return err
 			}
-			if own, err := haygent.LoadKey(keyPath(dir)); err == nil {
+			if own, err := ledger.LoadKey(keyPath(dir)); err == nil {
 				for _, k := range keys {
 					if k.Equal(own.Public()) {
-						return fmt.Errorf("%s is the store's own runner key, which is always trusted", haygent.FormatPublicKey(k))
+						return fmt.Errorf("%s is the store's own runner key, which is always trusted", ledger.FormatPublicKey(k))
 					}
 				}
 			}
@@ -97,10 +97,10 @@ own runner key is always trusted: make a new one instead.`,
 				return err
 			}
 			for _, k := range keys {
-				if removed[haygent.FormatPublicKey(k)] {
-					g.ui.printf("untrusted %s\n", haygent.FormatPublicKey(k))
+				if removed[ledger.FormatPublicKey(k)] {
+					g.ui.printf("untrusted %s\n", ledger.FormatPublicKey(k))
 				} else {
-					g.ui.printf("not trusted: %s\n", haygent.FormatPublicKey(k))
+					g.ui.printf("not trusted: %s\n", ledger.FormatPublicKey(k))
 				}
 			}
 			return nil
@@ -121,13 +121,13 @@ func removeTrusted(storeDir string, keys []ed25519.PublicKey) (map[string]bool, 
 	}
 	drop := map[string]bool{}
 	for _, k := range keys {
-		drop[haygent.FormatPublicKey(k)] = true
+		drop[ledger.FormatPublicKey(k)] = true
 	}
 	removed := map[string]bool{}
 	var kept []string
 	for _, line := range strings.SplitAfter(string(data), "\n") {
-		if k, err := haygent.ParsePublicKey(strings.TrimSpace(line)); err == nil && drop[haygent.FormatPublicKey(k)] {
-			removed[haygent.FormatPublicKey(k)] = true
+		if k, err := ledger.ParsePublicKey(strings.TrimSpace(line)); err == nil && drop[ledger.FormatPublicKey(k)] {
+			removed[ledger.FormatPublicKey(k)] = true
 			continue
 		}
 		kept = append(kept, line)
@@ -158,14 +158,14 @@ func printRunnerKey(g *globals, get func(string) (ed25519.PrivateKey, error), pa
 	if err != nil {
 		return err
 	}
-	g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+	g.ui.printf("%s\n", ledger.FormatPublicKey(key.Public().(ed25519.PublicKey)))
 	return nil
 }
 
 // keysArg reads the PUBKEY|FILE argument of hg key trust and untrust: one
 // key, or every key a file lists (one per line).
 func keysArg(arg string) ([]ed25519.PublicKey, error) {
-	if k, err := haygent.ParsePublicKey(arg); err == nil {
+	if k, err := ledger.ParsePublicKey(arg); err == nil {
 		return []ed25519.PublicKey{k}, nil
 	} else if _, serr := os.Stat(arg); serr != nil {
 		return nil, usageError{err}

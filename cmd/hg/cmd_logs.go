@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -73,7 +73,7 @@ latest receipt; the earlier ones are named on stderr, for 'hg logs RECEIPT'.`,
 				if err != nil {
 					return err
 				}
-				l, err := haygent.LoadLedger(ctx, st, c)
+				l, err := ledger.LoadLedger(ctx, st, c)
 				if err != nil {
 					return err
 				}
@@ -174,8 +174,8 @@ type stepLogJSON struct {
 }
 
 // writeLogs prints the chosen logs of a ledger.
-func writeLogs(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger, f logsFlags) error {
-	var steps []haygent.StepLog
+func writeLogs(ctx context.Context, g *globals, st cas.Store, l *ledger.Ledger, f logsFlags) error {
+	var steps []ledger.StepLog
 	all := l.StepLogs()
 	for _, s := range all {
 		if (f.step == "" || s.Step == f.step) && (f.attempt < 0 || s.Attempt == int64(f.attempt)) {
@@ -184,14 +184,14 @@ func writeLogs(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger,
 	}
 	type stream struct {
 		name string
-		ref  func(*haygent.StepLog) haygent.LogRef
+		ref  func(*ledger.StepLog) ledger.LogRef
 	}
 	var streams []stream
 	if !f.stderr {
-		streams = append(streams, stream{"stdout", func(s *haygent.StepLog) haygent.LogRef { return s.Stdout }})
+		streams = append(streams, stream{"stdout", func(s *ledger.StepLog) ledger.LogRef { return s.Stdout }})
 	}
 	if !f.stdout {
-		streams = append(streams, stream{"stderr", func(s *haygent.StepLog) haygent.LogRef { return s.Stderr }})
+		streams = append(streams, stream{"stderr", func(s *ledger.StepLog) ledger.LogRef { return s.Stderr }})
 	}
 	if len(steps) == 0 {
 		if len(all) == 0 {
@@ -207,15 +207,15 @@ func writeLogs(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger,
 		if ref.Err != nil {
 			return ref.Err
 		}
-		_, err := haygent.ReadLog(ctx, st, ref.CID, g.ui.stdout)
+		_, err := ledger.ReadLog(ctx, st, ref.CID, g.ui.stdout)
 		return missingLog(err)
 	}
-	read := func(ref haygent.LogRef) ([]byte, error) {
+	read := func(ref ledger.LogRef) ([]byte, error) {
 		if ref.Err != nil {
 			return nil, ref.Err
 		}
 		var buf bytes.Buffer
-		_, err := haygent.ReadLog(ctx, st, ref.CID, &buf)
+		_, err := ledger.ReadLog(ctx, st, ref.CID, &buf)
 		return buf.Bytes(), missingLog(err)
 	}
 	failed := 0
@@ -278,7 +278,7 @@ func writeLogs(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger,
 			g.ui.printSafe("-- %s: %d bytes%s (%s)\n", str.name, len(data), cut, ref.CID)
 			text := strings.TrimSuffix(string(data), "\n")
 			for _, ln := range strings.Split(text, "\n") {
-				g.ui.printf("    %s\n", haygent.LogLine(ln))
+				g.ui.printf("    %s\n", ledger.LogLine(ln))
 			}
 		}
 	}
@@ -305,7 +305,7 @@ func logsUnread(n int, receipt cid.Cid) error {
 }
 
 // stepList names steps as "test (attempt 0), test (attempt 1)".
-func stepList(steps []haygent.StepLog) string {
+func stepList(steps []ledger.StepLog) string {
 	var parts []string
 	for _, s := range steps {
 		parts = append(parts, fmt.Sprintf("%s (attempt %d)", s.Step, s.Attempt))
@@ -329,11 +329,11 @@ func describeChoice(f logsFlags) string {
 // its last exec step that failed, escaped, each behind a bar
 // (haygent.Tail), and where to read the rest.
 func failedStepTail(ctx context.Context, st cas.Store, receipt cid.Cid, run, node string) ([]string, error) {
-	l, err := haygent.LoadLedger(ctx, st, receipt)
+	l, err := ledger.LoadLedger(ctx, st, receipt)
 	if err != nil {
 		return nil, err
 	}
-	var last *haygent.StepLog
+	var last *ledger.StepLog
 	steps := l.StepLogs()
 	for i := range steps {
 		if steps[i].Failed() {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/replay"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -18,7 +20,7 @@ import (
 
 func newRecheckCmd(g *globals) *cobra.Command {
 	var (
-		opts   haygent.ReplayOptions
+		opts   replay.Options
 		replay bool
 		asJSON bool
 	)
@@ -91,7 +93,7 @@ func findRecheckTarget(ctx context.Context, st cas.Store, arg string) (recheckTa
 		}
 		return recheckTarget{run: rec.Run, record: c}, nil
 	}
-	r, err := haygent.LoadReceipt(ctx, st, c)
+	r, err := ledger.LoadReceipt(ctx, st, c)
 	if err != nil {
 		return t, err
 	}
@@ -152,7 +154,7 @@ type recheckReport struct {
 	OK          bool          `json:"ok"`
 }
 
-func recheck(ctx context.Context, g *globals, arg string, replay bool, opts haygent.ReplayOptions, asJSON bool) error {
+func recheck(ctx context.Context, g *globals, arg string, replay bool, opts replay.Options, asJSON bool) error {
 	dir, err := locateStore(g.store)
 	if err != nil {
 		return err
@@ -345,11 +347,11 @@ func writeRecheck(g *globals, r *recheckReport) {
 // recheckReceipt re-measures a receipt of no run: it is verified (and
 // replayed) again, and nothing is recorded, there being no run to record
 // it in.
-func recheckReceipt(ctx context.Context, g *globals, c cid.Cid, trusted []ed25519.PublicKey, replay bool, opts haygent.ReplayOptions, asJSON bool) error {
-	var v *haygent.Verification
+func recheckReceipt(ctx context.Context, g *globals, c cid.Cid, trusted []ed25519.PublicKey, replay bool, opts replay.Options, asJSON bool) error {
+	var v *verify.Verification
 	if err := g.withStore(true, func(st cas.Store) error {
 		var err error
-		v, err = haygent.VerifyReceipt(ctx, st, c, trusted)
+		v, err = verify.VerifyReceipt(ctx, st, c, trusted)
 		return err
 	}); err != nil {
 		return err

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/replay"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -18,7 +19,7 @@ import (
 
 func newReplayCmd(g *globals) *cobra.Command {
 	var (
-		opts   haygent.ReplayOptions
+		opts   replay.Options
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -38,7 +39,7 @@ both CIDs. Exit 0 when everything agrees, 4 on any divergence or when a block
 the receipt reaches is missing or damaged, 1 for an unknown receipt or run.`,
 		Args: exactArgs(1, "one RECEIPT or RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return replay(cmd.Context(), g, args[0], opts, asJSON)
+			return runReplay(cmd.Context(), g, args[0], opts, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Workspace, "workspace", "", "start from a copy of `DIR` instead of the recorded workspace snapshot")
@@ -49,22 +50,22 @@ the receipt reaches is missing or damaged, 1 for an unknown receipt or run.`,
 
 // replayJSON is one receipt's comparison, for --json.
 type replayJSON struct {
-	Node          string              `json:"node,omitempty"`
-	Receipt       string              `json:"receipt"`
-	Run           string              `json:"run"`
-	Haygent       string              `json:"haygent"`
-	Workspace     string              `json:"workspace"`
-	WorkspaceTree string              `json:"workspace_tree,omitempty"`
-	Agree         int                 `json:"agree"`
-	Transitions   int                 `json:"transitions"`
-	Recorded      int                 `json:"recorded"`
-	Replayed      int                 `json:"replayed"`
-	OK            bool                `json:"ok"`
-	Divergence    *haygent.Divergence `json:"divergence"`
-	Notes         []string            `json:"notes"`
+	Node          string             `json:"node,omitempty"`
+	Receipt       string             `json:"receipt"`
+	Run           string             `json:"run"`
+	Haygent       string             `json:"haygent"`
+	Workspace     string             `json:"workspace"`
+	WorkspaceTree string             `json:"workspace_tree,omitempty"`
+	Agree         int                `json:"agree"`
+	Transitions   int                `json:"transitions"`
+	Recorded      int                `json:"recorded"`
+	Replayed      int                `json:"replayed"`
+	OK            bool               `json:"ok"`
+	Divergence    *replay.Divergence `json:"divergence"`
+	Notes         []string           `json:"notes"`
 }
 
-func toJSON(node string, r *haygent.ReplayResult) replayJSON {
+func toJSON(node string, r *replay.Result) replayJSON {
 	j := replayJSON{Node: node, Receipt: r.Receipt.String(), Run: r.Run, Haygent: r.Haygent, Workspace: r.Workspace,
 		Agree: r.Agree, Transitions: r.Total(), Recorded: r.Recorded, Replayed: r.Replayed,
 		OK: r.OK(), Divergence: r.Divergence, Notes: r.Notes}
@@ -85,7 +86,7 @@ type replayTarget struct {
 	order   []string // nodes with a receipt, in topological order
 }
 
-func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOptions, asJSON bool) error {
+func runReplay(ctx context.Context, g *globals, arg string, opts replay.Options, asJSON bool) error {
 	if opts.Workspace != "" {
 		// Checked before anything is read, so a typo costs nothing.
 		if info, err := os.Stat(opts.Workspace); err != nil || !info.IsDir() {
@@ -118,7 +119,7 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 			// The ledger's text (run, Haygent, step names, recorded
 			// values) is printed escaped, each field on its line.
 			g.ui.printSafe("replay %s (%s, run %s)\n", res.Receipt, res.Haygent, res.Run)
-			if res.Workspace == haygent.WorkspaceSnapshot {
+			if res.Workspace == replay.WorkspaceSnapshot {
 				g.ui.printSafe("workspace: the recorded snapshot %s\n", res.WorkspaceTree)
 			}
 			for _, n := range res.Notes {
@@ -185,7 +186,7 @@ func replay(ctx context.Context, g *globals, arg string, opts haygent.ReplayOpti
 	return nil
 }
 
-func where(d *haygent.Divergence) string {
+func where(d *replay.Divergence) string {
 	if d.Seq < 0 {
 		return "the receipt: " + d.Field
 	}
@@ -195,11 +196,11 @@ func where(d *haygent.Divergence) string {
 // replayOne replays one receipt. The store is open, shared, only while the
 // replay reads what it needs; the steps run after it is closed, so a long
 // replay never keeps a writer waiting.
-func replayOne(ctx context.Context, g *globals, receipt cid.Cid, opts haygent.ReplayOptions) (*haygent.ReplayResult, error) {
-	var p *haygent.Replayer
+func replayOne(ctx context.Context, g *globals, receipt cid.Cid, opts replay.Options) (*replay.Result, error) {
+	var p *replay.Replayer
 	err := g.withStore(true, func(st cas.Store) error {
 		var err error
-		p, err = haygent.PrepareReplay(ctx, st, receipt, opts)
+		p, err = replay.Prepare(ctx, st, receipt, opts)
 		return err
 	})
 	if err != nil {
@@ -212,7 +213,7 @@ func replayOne(ctx context.Context, g *globals, receipt cid.Cid, opts haygent.Re
 
 // replayErr makes a missing block of a ledger an integrity finding.
 func replayErr(err error) error {
-	if errors.Is(err, haygent.ErrIncomplete) {
+	if errors.Is(err, replay.ErrIncomplete) {
 		return integrityError{msg: err.Error()}
 	}
 	return err
@@ -230,7 +231,7 @@ func findReplayTarget(ctx context.Context, st cas.Store, arg string) (replayTarg
 	if err != nil {
 		return t, err
 	}
-	if typ == haygent.TypeReceipt {
+	if typ == ledger.TypeReceipt {
 		t.receipt = c
 		return t, nil
 	}

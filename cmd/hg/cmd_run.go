@@ -13,6 +13,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/report"
 	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
@@ -462,7 +464,7 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 		line := textsafe.Sprintf("  %-14s %-10s", n.Name, n.State)
 		var more []string // lines below the node's
 		if n.Receipt != nil {
-			r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+			r, err := ledger.LoadReceipt(ctx, st, n.Receipt.Cid)
 			if err != nil {
 				return err
 			}
@@ -476,7 +478,7 @@ func runReport(ctx context.Context, g *globals, st cas.Store, run string) error 
 			if rejected != "" {
 				status += " (" + rejected + ")"
 			}
-			if note := haygent.LimitationsNote(r); note != "" {
+			if note := report.LimitationsNote(r); note != "" {
 				status += "  " + note
 			}
 			line += textsafe.Sprintf(" %s %s  receipt %s", r.Haygent, status, n.Receipt)

@@ -16,7 +16,9 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/report"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
@@ -45,7 +47,7 @@ func readTrustFile(path string) ([]ed25519.PublicKey, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		k, err := haygent.ParsePublicKey(line)
+		k, err := ledger.ParsePublicKey(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
 		}
@@ -61,11 +63,11 @@ func storeTrust(storeDir string) ([]ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	own, err := haygent.LoadKey(keyPath(storeDir))
+	own, err := ledger.LoadKey(keyPath(storeDir))
 	switch {
 	case err == nil:
 		keys = append(keys, own.Public().(ed25519.PublicKey))
-	case !errors.Is(err, haygent.ErrNoKey):
+	case !errors.Is(err, ledger.ErrNoKey):
 		return nil, err
 	}
 	return keys, nil
@@ -110,7 +112,7 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 			ctx := cmd.Context()
 			var trusted []ed25519.PublicKey
 			for _, s := range keys {
-				k, err := haygent.ParsePublicKey(s)
+				k, err := ledger.ParsePublicKey(s)
 				if err != nil {
 					return usageError{fmt.Errorf("--key: %w", err)}
 				}
@@ -213,7 +215,7 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 			}
 			report.addRun(v)
 		default: // a receipt
-			vs, err := haygent.VerifyReceiptChain(ctx, st, c, trusted)
+			vs, err := verify.VerifyReceiptChain(ctx, st, c, trusted)
 			if err != nil {
 				return err
 			}
@@ -244,7 +246,7 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 // escaped, and for an untrusted signer how to trust it.
 func verificationError(where, check, detail string) error {
 	hint := ""
-	if check == haygent.CheckTrust {
+	if check == verify.CheckTrust {
 		hint = "if you trust that runner, say so: --key PUBKEY, --keys FILE, or 'hg key trust PUBKEY|FILE'"
 	}
 	return integrityError{msg: textsafe.Sprintf("verification failed: %s: %s: %s", where, check, detail), hint: hint}
@@ -254,7 +256,7 @@ func verificationError(where, check, detail string) error {
 // its status line judged as hg verify judges the receipt, with the keys
 // the store trusts: a receipt whose signer is not trusted, or that fails
 // any check, says so there, and the report ends in exit 4.
-func reportReceipt(ctx context.Context, g *globals, st cas.Store, l *haygent.Ledger) error {
+func reportReceipt(ctx context.Context, g *globals, st cas.Store, l *ledger.Ledger) error {
 	dir, err := locateStore(g.store)
 	if err != nil {
 		return err
@@ -263,15 +265,15 @@ func reportReceipt(ctx context.Context, g *globals, st cas.Store, l *haygent.Led
 	if err != nil {
 		return err
 	}
-	vs, err := haygent.VerifyReceiptChain(ctx, st, l.ReceiptCID, trusted)
+	vs, err := verify.VerifyReceiptChain(ctx, st, l.ReceiptCID, trusted)
 	if err != nil {
 		return err
 	}
-	var v *haygent.Verification
+	var v *verify.Verification
 	if len(vs) > 0 {
 		v = vs[len(vs)-1] // the receipt itself comes last
 	}
-	if err := haygent.WriteVerifiedReport(g.ui.stdout, l, v); err != nil {
+	if err := report.WriteVerifiedReport(g.ui.stdout, l, v); err != nil {
 		return err
 	}
 	if v == nil {
@@ -312,7 +314,7 @@ func ledgerType(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
 		}
 	}
 	switch typ {
-	case haygent.TypeReceipt, scheduler.TypeRun:
+	case ledger.TypeReceipt, scheduler.TypeRun:
 		return typ, nil
 	case "":
 		return "", fmt.Errorf("%s is not an hg object, neither a receipt nor a run record", c)
@@ -374,7 +376,7 @@ type verifyFailure struct {
 	Detail  string `json:"detail"`
 }
 
-func checksOf(list []haygent.Check) ([]checkReport, bool) {
+func checksOf(list []verify.Check) ([]checkReport, bool) {
 	out := make([]checkReport, len(list))
 	ok := len(list) > 0
 	for i, c := range list {
@@ -390,7 +392,7 @@ func (r *verifyReport) fail(f verifyFailure) {
 	}
 }
 
-func (r *verifyReport) addReceipts(vs []*haygent.Verification) {
+func (r *verifyReport) addReceipts(vs []*verify.Verification) {
 	for _, v := range vs {
 		checks, ok := checksOf(v.Checks)
 		rr := receiptReport{Receipt: v.Receipt.String(), Run: v.Run, Status: v.Status, Transitions: v.Transitions, Blocks: v.Blocks, OK: ok, Checks: checks,
@@ -426,7 +428,7 @@ func (r *verifyReport) addRun(v *scheduler.RunVerification) {
 			if o := n.Verification.Object; o != nil {
 				// Only the limitations: beside a failed node's state, a
 				// bare PASS would say more than the run does.
-				nr.statusLine = haygent.LimitationsNote(o)
+				nr.statusLine = report.LimitationsNote(o)
 			}
 		}
 		rr.Nodes = append(rr.Nodes, nr)
@@ -459,9 +461,9 @@ func mark(ok bool) string {
 
 // statusOf is a verified receipt's status as the table prints it: with
 // its limitations, when the receipt could be read.
-func statusOf(v *haygent.Verification) string {
+func statusOf(v *verify.Verification) string {
 	if v.Object != nil {
-		return haygent.StatusLine(v.Object, nil)
+		return report.StatusLine(v.Object, nil)
 	}
 	return textsafe.Escape(v.Status)
 }
@@ -536,7 +538,7 @@ func addTrusted(storeDir string, k ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(f, haygent.FormatPublicKey(k))
+	_, err = fmt.Fprintln(f, ledger.FormatPublicKey(k))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/scheduler"
 	"github.com/haygent/hg/scheduler/natsengine"
@@ -55,7 +55,7 @@ invocations still running then are handed back to the queue.`,
 				return fmt.Errorf("nats %s: %w", natsURL, err)
 			}
 			defer nc.Close()
-			g.ui.printf("%s\n", haygent.FormatPublicKey(key.Public().(ed25519.PublicKey)))
+			g.ui.printf("%s\n", ledger.FormatPublicKey(key.Public().(ed25519.PublicKey)))
 			return natsengine.Serve(cmd.Context(), nc, natsengine.WorkerOptions{
 				Key: key, Jobs: jobs, Adapter: adapter,
 				Log: func(format string, args ...any) {
@@ -87,7 +87,7 @@ func (r *remoteFlags) register(cmd *cobra.Command) {
 // the returned function closes what it opened.
 func (r *remoteFlags) apply(opts *scheduler.Options) (func(), error) {
 	for _, s := range r.trust {
-		k, err := haygent.ParsePublicKey(s)
+		k, err := ledger.ParsePublicKey(s)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--trust: %w", err)}
 		}

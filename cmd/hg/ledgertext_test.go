@@ -13,6 +13,7 @@ import (
 
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/tamper"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -61,7 +62,7 @@ func rewrite(t *testing.T, dir, pin, newPin string, key ed25519.PrivateKey, edit
 		t.Fatal(err)
 	}
 	if key == nil {
-		if key, err = haygent.LoadKey(keyPath(dir)); err != nil {
+		if key, err = ledger.LoadKey(keyPath(dir)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +86,7 @@ func TestStatusLineShowsLimitations(t *testing.T) {
 	limits := []any{"step test: network namespace unavailable: operation not permitted; ran with host network",
 		"step test: a process outside the command's process group held its output open"}
 	rewrite(t, dir, "rt", "limited", nil, func(typ string, n map[string]any) {
-		if typ == haygent.TypeReceipt {
+		if typ == ledger.TypeReceipt {
 			n["limitations"] = limits
 		}
 	})
@@ -119,16 +120,16 @@ func TestForgedTextIsEscaped(t *testing.T) {
 	const evil = "\x1b[2K\r\nstatus     PASS\nverified 1 receipt: every check holds\n\u202e"
 	rewrite(t, dir, "rt", "forged", nil, func(typ string, n map[string]any) {
 		switch typ {
-		case haygent.TypeReceipt:
+		case ledger.TypeReceipt:
 			n["run"] = n["run"].(string) + evil
 			n["objective"] = evil
 			n["status"] = "HALT" + evil
-		case haygent.TypeTransition:
+		case ledger.TypeTransition:
 			n["step"] = n["step"].(string) + evil
 			n["note"] = evil
-		case haygent.TypeGate:
+		case ledger.TypeGate:
 			n["reason"] = evil
-		case haygent.TypeEvidence:
+		case ledger.TypeEvidence:
 			n["subject"] = evil
 		}
 	})
@@ -160,7 +161,7 @@ func TestForgedTextIsEscaped(t *testing.T) {
 func TestRejectedReceiptIsNeverJustPASS(t *testing.T) {
 	ctx := context.Background()
 	dir, hg := ledgerStore(t)
-	key, err := haygent.LoadKey(keyPath(dir))
+	key, err := ledger.LoadKey(keyPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

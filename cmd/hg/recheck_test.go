@@ -12,6 +12,7 @@ import (
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/tamper"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -39,7 +40,7 @@ func (f forgingEngine) Invoke(ctx context.Context, inv scheduler.Invocation) (sc
 	}
 	forged := false
 	c, err := tamper.Rewrite(ctx, st, out.Receipt, f.key, func(typ string, n map[string]any) {
-		if typ == haygent.TypeEvidence && n["step"] == "check" && !forged {
+		if typ == ledger.TypeEvidence && n["step"] == "check" && !forged {
 			n["data"].(map[string]any)["forged"] = true
 			forged = true
 		}
@@ -83,7 +84,7 @@ func TestRecheckReplayRegresses(t *testing.T) {
 		return stdout.String()
 	}
 	hg(0, "init")
-	key, err := haygent.GenerateKey(keyPath(dir))
+	key, err := ledger.GenerateKey(keyPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

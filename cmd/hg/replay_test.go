@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/haygent/hg/cas/boltstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/tamper"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -39,7 +39,7 @@ func cmdForgeLedger(ts *testscript.TestScript, neg bool, args []string) {
 	c, err := resolve(ctx, st, args[0])
 	ts.Check(err)
 	if drop {
-		l, err := haygent.LoadLedger(ctx, st, c)
+		l, err := ledger.LoadLedger(ctx, st, c)
 		ts.Check(err)
 		for ec, ev := range l.Evidence {
 			if ev.Step == args[2] {
@@ -50,11 +50,11 @@ func cmdForgeLedger(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Fatalf("no evidence of step %s in %s", args[2], c)
 	}
-	key, err := haygent.LoadKey(keyPath(storeDir(ts)))
+	key, err := ledger.LoadKey(keyPath(storeDir(ts)))
 	ts.Check(err)
 	forged := false
 	nc, err := tamper.Rewrite(ctx, st, c, key, func(typ string, n map[string]any) {
-		if typ == haygent.TypeEvidence && n["step"] == args[2] && !forged {
+		if typ == ledger.TypeEvidence && n["step"] == args[2] && !forged {
 			n["data"].(map[string]any)["forged"] = true
 			forged = true
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -166,7 +166,7 @@ func TestLogsEscapeForgedOutput(t *testing.T) {
 	}()
 	forged := false
 	rewrite(t, dir, "rt", "forged", nil, func(typ string, n map[string]any) {
-		if typ != haygent.TypeEvidence || forged {
+		if typ != ledger.TypeEvidence || forged {
 			return
 		}
 		forged = true

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 )
 
 // keyNeedles returns the forms a signing key could take in a file: the
@@ -26,7 +26,7 @@ func keyNeedles(t *testing.T, keyFile string) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := haygent.LoadKey(keyFile)
+	key, err := ledger.LoadKey(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/haygent/hg/cas/boltstore"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/tamper"
 	"github.com/ipfs/go-cid"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -37,7 +37,7 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no pin %q", name)
 		return cid.Undef
 	}
-	key, err := haygent.LoadKey(filepath.Join(dir, "keys", "runner.key"))
+	key, err := ledger.LoadKey(filepath.Join(dir, "keys", "runner.key"))
 	ts.Check(err)
 	if args[0] == "forge-pass" {
 		_, key, err = ed25519.GenerateKey(rand.Reader)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -62,8 +63,8 @@ func Apply(ctx context.Context, st cas.Store, kind string, receipt, donor cid.Ci
 		chain[1] = dchain[1]
 		return t.relink(r, chain)
 	case "forge-pass":
-		r.Status, r.Halt = haygent.StatusPass, nil
-		out, err := t.put(&haygent.Packet{Type: haygent.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})
+		r.Status, r.Halt = ledger.StatusPass, nil
+		out, err := t.put(&ledger.Packet{Type: ledger.TypePacket, Schema: haygent.OutputSchema, Payload: map[string]any{}})
 		if err != nil {
 			return cid.Undef, err
 		}
@@ -88,8 +89,8 @@ type tamperer struct {
 	key ed25519.PrivateKey
 }
 
-func (t *tamperer) receipt(c cid.Cid) (*haygent.Receipt, error) {
-	return haygent.LoadReceipt(t.ctx, t.st, c)
+func (t *tamperer) receipt(c cid.Cid) (*ledger.Receipt, error) {
+	return ledger.LoadReceipt(t.ctx, t.st, c)
 }
 
 func (t *tamperer) load(c cid.Cid, v any) error {
@@ -106,21 +107,21 @@ func (t *tamperer) put(v any) (cas.Link, error) {
 }
 
 // chain returns the receipt's transitions, oldest first.
-func (t *tamperer) chain(r *haygent.Receipt) ([]haygent.Transition, error) {
-	var ts []haygent.Transition
+func (t *tamperer) chain(r *ledger.Receipt) ([]ledger.Transition, error) {
+	var ts []ledger.Transition
 	for next := &r.Head; next != nil; {
-		var tr haygent.Transition
+		var tr ledger.Transition
 		if err := t.load(next.Cid, &tr); err != nil {
 			return nil, err
 		}
-		ts = append([]haygent.Transition{tr}, ts...)
+		ts = append([]ledger.Transition{tr}, ts...)
 		next = tr.Prior
 	}
 	return ts, nil
 }
 
 // relink stores ts as a chain, points r at its head and re-signs it.
-func (t *tamperer) relink(r *haygent.Receipt, ts []haygent.Transition) (cid.Cid, error) {
+func (t *tamperer) relink(r *ledger.Receipt, ts []ledger.Transition) (cid.Cid, error) {
 	var prior *cas.Link
 	for _, tr := range ts {
 		tr.Prior = prior
@@ -134,7 +135,7 @@ func (t *tamperer) relink(r *haygent.Receipt, ts []haygent.Transition) (cid.Cid,
 	return t.sign(r)
 }
 
-func (t *tamperer) sign(r *haygent.Receipt) (cid.Cid, error) {
+func (t *tamperer) sign(r *ledger.Receipt) (cid.Cid, error) {
 	r.Signature = nil
 	if err := r.Sign(t.key); err != nil {
 		return cid.Undef, err
@@ -146,7 +147,7 @@ func (t *tamperer) sign(r *haygent.Receipt) (cid.Cid, error) {
 // changeGate stores the receipt's package with every gate predicate made
 // stricter and points the receipt and its chain at it, as if the package
 // had been edited after the run and the receipt re-signed.
-func (t *tamperer) changeGate(receipt cid.Cid, r *haygent.Receipt) (cid.Cid, error) {
+func (t *tamperer) changeGate(receipt cid.Cid, r *ledger.Receipt) (cid.Cid, error) {
 	dir, err := os.MkdirTemp("", "hg-tamper-*")
 	if err != nil {
 		return cid.Undef, err
@@ -173,7 +174,7 @@ func (t *tamperer) changeGate(receipt cid.Cid, r *haygent.Receipt) (cid.Cid, err
 		return cid.Undef, err
 	}
 	return Rewrite(t.ctx, t.st, receipt, t.key, func(typ string, n map[string]any) {
-		if typ == haygent.TypeTransition || typ == haygent.TypeReceipt {
+		if typ == ledger.TypeTransition || typ == ledger.TypeReceipt {
 			n["package"] = pkg
 		}
 	})
@@ -185,7 +186,7 @@ func (t *tamperer) approvalLate(receipt cid.Cid) (cid.Cid, error) {
 	var bad error
 	moved := false
 	c, err := Rewrite(t.ctx, t.st, receipt, t.key, func(typ string, n map[string]any) {
-		if typ != haygent.TypeEvidence || n["kind"] != "approval" || moved {
+		if typ != ledger.TypeEvidence || n["kind"] != "approval" || moved {
 			return
 		}
 		data, _ := n["data"].(map[string]any)
@@ -214,8 +215,8 @@ func (t *tamperer) approvalLate(receipt cid.Cid) (cid.Cid, error) {
 // record is stored again, re-linked, up to a new receipt signed with key,
 // whose CID it returns.
 func Rewrite(ctx context.Context, st cas.Store, receipt cid.Cid, key ed25519.PrivateKey, edit func(typ string, node map[string]any)) (cid.Cid, error) {
-	records := map[string]bool{haygent.TypeTransition: true, haygent.TypeEvidence: true, haygent.TypeGate: true,
-		haygent.TypeSlotCall: true, haygent.TypePacket: true, haygent.TypeReceipt: true}
+	records := map[string]bool{ledger.TypeTransition: true, ledger.TypeEvidence: true, ledger.TypeGate: true,
+		ledger.TypeSlotCall: true, ledger.TypePacket: true, ledger.TypeReceipt: true}
 	done := map[cid.Cid]cid.Cid{}
 	var relink func(v any) (any, error)
 	relink = func(v any) (any, error) {
@@ -248,13 +249,13 @@ func Rewrite(ctx context.Context, st cas.Store, receipt cid.Cid, key ed25519.Pri
 			m = nv.(map[string]any)
 			edit(typ, m)
 			var b cas.Block
-			if typ == haygent.TypeReceipt {
+			if typ == ledger.TypeReceipt {
 				delete(m, "signature")
 				enc, err := cas.EncodeNode(m)
 				if err != nil {
 					return nil, err
 				}
-				var rc haygent.Receipt
+				var rc ledger.Receipt
 				if err := cas.Unmarshal(enc, &rc); err != nil {
 					return nil, err
 				}

@@ -13,7 +13,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
-	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/haygent/hg/scheduler/natsengine"
 	"github.com/ipfs/go-cid"
@@ -76,7 +77,7 @@ func startWorker(t *testing.T, url string, o natsengine.WorkerOptions) {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	name := haygent.FormatPublicKey(pub(o.Key))[:16]
+	name := ledger.FormatPublicKey(pub(o.Key))[:16]
 	o.Log = func(format string, args ...any) { t.Logf(name+": "+format, args...) }
 	go func() { done <- natsengine.Serve(ctx, nc, o) }()
 	t.Cleanup(func() {
@@ -161,16 +162,16 @@ func TestPipelineOnWorkers(t *testing.T) {
 				if acc.Verdict != "accepted" || acc.Receipt.Cid != n.Receipt.Cid {
 					t.Errorf("node %s: acceptance %s of %s", n.Name, acc.Verdict, acc.Receipt)
 				}
-				r, err := haygent.LoadReceipt(ctx, st, n.Receipt.Cid)
+				r, err := ledger.LoadReceipt(ctx, st, n.Receipt.Cid)
 				if err != nil {
 					t.Fatal(err)
 				}
 				signer := ed25519.PublicKey(r.Signer)
 				if !signer.Equal(pub(workerKeys[0])) && !signer.Equal(pub(workerKeys[1])) {
-					t.Errorf("node %s: receipt signed by %s, not by a worker", n.Name, haygent.FormatPublicKey(signer))
+					t.Errorf("node %s: receipt signed by %s, not by a worker", n.Name, ledger.FormatPublicKey(signer))
 				}
 				if !n.Memo {
-					bySigner[haygent.FormatPublicKey(signer)]++
+					bySigner[ledger.FormatPublicKey(signer)]++
 				}
 			}
 			t.Logf("invocations by worker: %v", bySigner)
@@ -396,9 +397,9 @@ func TestConcurrentInvocations(t *testing.T) {
 			if err == nil {
 				st := memstore.New()
 				if err = st.Put(context.Background(), out.Blocks...); err == nil {
-					var v *haygent.Verification
-					v, err = haygent.VerifyReceipt(context.Background(), st, out.Receipt, []ed25519.PublicKey{pub(workerKeys[0]), pub(workerKeys[1])})
-					if err == nil && (!v.OK() || v.Status != haygent.StatusPass) {
+					var v *verify.Verification
+					v, err = verify.VerifyReceipt(context.Background(), st, out.Receipt, []ed25519.PublicKey{pub(workerKeys[0]), pub(workerKeys[1])})
+					if err == nil && (!v.OK() || v.Status != ledger.StatusPass) {
 						err = errors.New("receipt not accepted: " + v.FirstFailure().Detail)
 					}
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/nats-io/nats.go"
@@ -126,7 +127,7 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 	defer os.RemoveAll(base)
 	w := &worker{
 		o: o, js: js, obs: obs, base: base,
-		pub:   haygent.FormatPublicKey(o.Key.Public().(ed25519.PublicKey)),
+		pub:   ledger.FormatPublicKey(o.Key.Public().(ed25519.PublicKey)),
 		limit: inlineLimit(o.InlineLimit, nc.MaxPayload()),
 		pkgs:  map[cid.Cid]*pkgEntry{}, running: map[string]context.CancelFunc{},
 	}

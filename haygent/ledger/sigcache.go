@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"context"
@@ -162,7 +162,7 @@ func PrecheckSignatures(ctx context.Context, st cas.Store, rs []cid.Cid) {
 
 // signedReceipt reports whether a batch has verified the signature of the
 // receipt c (see [PrecheckSignatures]).
-func signedReceipt(c cid.Cid) bool { return goodReceipts.has(receiptKey(c)) }
+func SignedReceipt(c cid.Cid) bool { return goodReceipts.has(receiptKey(c)) }
 
 // ForgetSignatures drops every signature this process remembers as good,
 // so that the checks that follow run ed25519 in full, as a verifier on

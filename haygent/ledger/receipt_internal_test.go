@@ -1,12 +1,10 @@
-package haygent
+package ledger
 
 import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"testing"
-
-	"github.com/ipfs/go-cid"
 
 	"github.com/haygent/hg/cas"
 )
@@ -46,7 +44,7 @@ func receipts() []*Receipt {
 func TestSignEncodedIsTheEncoding(t *testing.T) {
 	key := newKey(t)
 	for i, r := range receipts() {
-		data, err := r.signEncoded(key)
+		data, err := r.SignEncoded(key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +56,7 @@ func TestSignEncodedIsTheEncoding(t *testing.T) {
 			t.Fatalf("receipt %d: signEncoded = %x, encoding = %x", i, data, want)
 		}
 		ForgetSignatures()
-		if err := r.verifyEncodedSignature(data); err != nil {
+		if err := r.VerifyEncodedSignature(data); err != nil {
 			t.Fatalf("receipt %d: %v", i, err)
 		}
 		// Any change to what was signed is caught, whichever way the
@@ -68,7 +66,7 @@ func TestSignEncodedIsTheEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.verifyEncodedSignature(changed); !errors.Is(err, ErrBadSignature) {
+		if err := r.VerifyEncodedSignature(changed); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("receipt %d: a changed receipt verifies from its bytes: %v", i, err)
 		}
 		if err := r.VerifySignature(); !errors.Is(err, ErrBadSignature) {
@@ -86,36 +84,7 @@ func TestVerifyEncodedSignatureUnsigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.verifyEncodedSignature(data); !errors.Is(err, ErrBadSignature) {
+	if err := r.VerifyEncodedSignature(data); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("an unsigned receipt: %v", err)
-	}
-}
-
-// A cidSet answers the same as a map on either side of its switch from
-// a list to a map.
-func TestCIDSet(t *testing.T) {
-	var s cidSet
-	want := map[cid.Cid]bool{}
-	for i := range 3 * cidSetList {
-		c := cas.Sum(cas.Raw, []byte{byte(i), byte(i >> 8)})
-		if s.has(c) {
-			t.Fatalf("%d: has %s before it was added", i, c)
-		}
-		s.add(c)
-		want[c] = true
-		if i%3 == 0 {
-			s.add(c) // again: no second entry
-		}
-		if n := len(s.list) + len(s.m); n != len(want) {
-			t.Fatalf("%d: %d entries, want %d", i, n, len(want))
-		}
-		for w := range want {
-			if !s.has(w) || !s.hasKey([]byte(w.KeyString())) {
-				t.Fatalf("%d: lost %s", i, w)
-			}
-		}
-		if other := cas.Sum(cas.DagCBOR, []byte{byte(i)}); s.has(other) || s.hasKey([]byte(other.KeyString())) {
-			t.Fatalf("%d: has %s, never added", i, other)
-		}
 	}
 }

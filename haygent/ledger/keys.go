@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"crypto/ed25519"

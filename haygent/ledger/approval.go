@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func NewApproval(key ed25519.PrivateKey, subject, decision string, now time.Time
 	}
 	a := &Approval{
 		Type: TypeApproval, Approver: FormatPublicKey(key.Public().(ed25519.PublicKey)), Subject: subject, Decision: decision,
-		IssuedAt: stamp(now), ExpiresAt: stamp(now.Add(ttl)),
+		IssuedAt: Stamp(now), ExpiresAt: Stamp(now.Add(ttl)),
 	}
 	msg, err := a.SigningBytes()
 	if err != nil {
@@ -78,7 +78,7 @@ func NewApproval(key ed25519.PrivateKey, subject, decision string, now time.Time
 }
 
 // approvalFromValue reads an approval out of the run state.
-func approvalFromValue(v any) (*Approval, error) {
+func ApprovalFromValue(v any) (*Approval, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func approvalFromValue(v any) (*Approval, error) {
 
 // approvalData is the evidence the approval step records: the approval
 // as given, the subject the step saw, and what it found.
-func approvalData(a *Approval, observed string, problem error) map[string]any {
+func ApprovalData(a *Approval, observed string, problem error) map[string]any {
 	reason := ""
 	if problem != nil {
 		reason = problem.Error()
@@ -114,7 +114,7 @@ var errApproval = errors.New("approval does not count")
 // checkApproval says whether a counts as an approval of the subject
 // observed, at the instant used, by one of approvers. It is the same code
 // for the runtime and for a verifier reading the evidence back.
-func checkApproval(a *Approval, observed string, used time.Time, approvers []string) error {
+func CheckApproval(a *Approval, observed string, used time.Time, approvers []string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", errApproval, fmt.Sprintf(format, args...))
 	}
@@ -146,9 +146,9 @@ func checkApproval(a *Approval, observed string, used time.Time, approvers []str
 	}
 	switch {
 	case used.Before(issued):
-		return bad("used at %s, before it was issued at %s", stamp(used), a.IssuedAt)
+		return bad("used at %s, before it was issued at %s", Stamp(used), a.IssuedAt)
 	case !used.Before(expires):
-		return bad("expired at %s, used at %s", a.ExpiresAt, stamp(used))
+		return bad("expired at %s, used at %s", a.ExpiresAt, Stamp(used))
 	case a.Subject != observed:
 		return bad("approves subject %s, but the step saw %s", a.Subject, observed)
 	case a.Decision != DecisionApprove:
@@ -158,7 +158,7 @@ func checkApproval(a *Approval, observed string, used time.Time, approvers []str
 }
 
 // approvalFromEvidence reads the approval back out of approval evidence.
-func approvalFromEvidence(data map[string]any) (a *Approval, observed string, valid bool, ok bool) {
+func ApprovalFromEvidence(data map[string]any) (a *Approval, observed string, valid bool, ok bool) {
 	str := func(k string) string { s, _ := data[k].(string); return s }
 	valid, okValid := data["valid"].(bool)
 	a = &Approval{

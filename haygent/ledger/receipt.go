@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"crypto/ed25519"
@@ -107,7 +107,7 @@ func (r *Receipt) Sign(key ed25519.PrivateKey) error {
 // signature included: the signing bytes with the signature's entry added,
 // which is what encoding the signed receipt gives, without encoding it a
 // second time.
-func (r *Receipt) signEncoded(key ed25519.PrivateKey) ([]byte, error) {
+func (r *Receipt) SignEncoded(key ed25519.PrivateKey) ([]byte, error) {
 	r.Signer = key.Public().(ed25519.PublicKey)
 	b, err := r.signingBytes()
 	if err != nil {
@@ -138,7 +138,7 @@ func (r *Receipt) VerifySignature() error {
 // data, its canonical encoding: the signing bytes are data less the
 // signature's entry, which is what encoding the receipt without its
 // signature gives.
-func (r *Receipt) verifyEncodedSignature(data []byte) error {
+func (r *Receipt) VerifyEncodedSignature(data []byte) error {
 	if b, ok := cas.WithoutEntry(data, "signature"); ok && len(r.Signature) > 0 {
 		return r.verifySignatureOver(b)
 	}

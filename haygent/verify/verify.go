@@ -1,4 +1,4 @@
-package haygent
+package verify
 
 import (
 	"bytes"
@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/haygent/evidence"
 	"github.com/haygent/hg/haygent/gate"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -58,8 +60,8 @@ type Verification struct {
 	// What the verifier decoded strictly, for callers that go on to use
 	// it (nil where it could not be read): the receipt and the packets it
 	// links as input and output.
-	Object        *Receipt
-	Input, Output *Packet
+	Object        *ledger.Receipt
+	Input, Output *ledger.Packet
 }
 
 // OK reports whether there is at least one check and every check passed.
@@ -381,69 +383,6 @@ func (vr *verifier) walk(root cid.Cid, skip map[cid.Cid]bool) error {
 	return nil
 }
 
-// cidSet is a set of CIDs: a list while it is small, as a receipt's
-// closure is (a dozen blocks or so), and a map past that.
-type cidSet struct {
-	list []cid.Cid
-	m    map[string]cid.Cid // by KeyString
-}
-
-const cidSetList = 32
-
-func (s *cidSet) has(c cid.Cid) bool {
-	k := c.KeyString()
-	if s.m != nil {
-		_, ok := s.m[k]
-		return ok
-	}
-	for _, x := range s.list {
-		if x.KeyString() == k {
-			return true
-		}
-	}
-	return false
-}
-
-// hasKey reports whether the set holds the CID whose binary form is raw.
-func (s *cidSet) hasKey(raw []byte) bool {
-	_, ok := s.get(raw)
-	return ok
-}
-
-// get returns the set's CID whose binary form is raw.
-func (s *cidSet) get(raw []byte) (cid.Cid, bool) {
-	if s.m != nil {
-		c, ok := s.m[string(raw)]
-		return c, ok
-	}
-	for _, c := range s.list {
-		if c.KeyString() == string(raw) {
-			return c, true
-		}
-	}
-	return cid.Undef, false
-}
-
-func (s *cidSet) add(c cid.Cid) {
-	switch {
-	case s.has(c):
-	case s.m != nil:
-		s.m[c.KeyString()] = c
-	case len(s.list) < cidSetList:
-		if s.list == nil {
-			s.list = make([]cid.Cid, 0, cidSetList)
-		}
-		s.list = append(s.list, c)
-	default:
-		s.m = make(map[string]cid.Cid, 2*cidSetList)
-		for _, x := range s.list {
-			s.m[x.KeyString()] = x
-		}
-		s.m[c.KeyString()] = c
-		s.list = nil
-	}
-}
-
 func (vr *verifier) markBad(c cid.Cid, why string) {
 	if _, ok := vr.bad[c]; !ok {
 		vr.badOrder = append(vr.badOrder, c)
@@ -455,12 +394,12 @@ func (vr *verifier) markBad(c cid.Cid, why string) {
 // records, as far as they can be read; the walk reports what cannot. The
 // objects it decodes are kept for the checks that follow.
 func (vr *verifier) upstreamOf(rc cid.Cid) (map[cid.Cid]bool, error) {
-	var r Receipt
-	var in Packet
-	if ok, err := vr.object(rc, "receipt", TypeReceipt, &r); !ok || err != nil {
+	var r ledger.Receipt
+	var in ledger.Packet
+	if ok, err := vr.object(rc, "receipt", ledger.TypeReceipt, &r); !ok || err != nil {
 		return nil, err
 	}
-	if ok, err := vr.object(r.Input.Cid, "input packet", TypePacket, &in); !ok || err != nil {
+	if ok, err := vr.object(r.Input.Cid, "input packet", ledger.TypePacket, &in); !ok || err != nil {
 		return nil, err
 	}
 	out := map[cid.Cid]bool{}
@@ -513,7 +452,7 @@ func (vr *verifier) keepLinks(c cid.Cid, links []cid.Cid) {
 // checked as [cas.Unmarshal] would accept it, without building the value.
 // v is only the type to check against.
 func (vr *verifier) checkObject(c cid.Cid, what, typ string, v any) error {
-	if prev, ok := vr.decoded[c]; (ok && typeOf(prev) == typ) || vr.undecodable[c] || vr.checked[c] {
+	if prev, ok := vr.decoded[c]; (ok && ledger.TypeOf(prev) == typ) || vr.undecodable[c] || vr.checked[c] {
 		return nil
 	}
 	ok, err := vr.decode(c, what, typ, v, true)
@@ -550,7 +489,7 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 			got, _ = cas.TextEntry(data, "type")
 		} else {
 			links, decodeErr = vr.dec.UnmarshalLinks(data, v)
-			got = typeOf(v)
+			got = ledger.TypeOf(v)
 		}
 		if decodeErr == nil {
 			vr.keepLinks(c, links)
@@ -558,7 +497,7 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 		if checkOnly {
 			return nil
 		}
-		if decodeErr == nil && c == vr.v.Receipt && !signedReceipt(c) {
+		if decodeErr == nil && c == vr.v.Receipt && !ledger.SignedReceipt(c) {
 			// Kept for the signature check, which cuts its signing
 			// bytes from the block instead of encoding them again.
 			vr.receiptData = bytes.Clone(data)
@@ -586,24 +525,6 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 		return false, nil
 	}
 	return true, nil
-}
-
-func typeOf(v any) string {
-	switch x := v.(type) {
-	case *Receipt:
-		return x.Type
-	case *Transition:
-		return x.Type
-	case *Evidence:
-		return x.Type
-	case *GateResult:
-		return x.Type
-	case *SlotCall:
-		return x.Type
-	case *Packet:
-		return x.Type
-	}
-	return ""
 }
 
 // copyInto copies the object src points at into dst, when both point at
@@ -686,10 +607,10 @@ func (vr *verifier) node(c cid.Cid, what, typ string) error {
 // tnode is one transition of the chain and what it links, as read.
 type tnode struct {
 	cid       cid.Cid
-	t         *Transition
-	evidence  []*Evidence   // parallel to t.Evidence; nil where unreadable
-	gates     []*GateResult // parallel to t.Gates; nil where unreadable
-	slotCalls []*SlotCall   // parallel to t.SlotCalls; nil where unreadable
+	t         *ledger.Transition
+	evidence  []*ledger.Evidence   // parallel to t.Evidence; nil where unreadable
+	gates     []*ledger.GateResult // parallel to t.Gates; nil where unreadable
+	slotCalls []*ledger.SlotCall   // parallel to t.SlotCalls; nil where unreadable
 }
 
 // evaluation is what one gates transition's verdicts are recomputed from.
@@ -711,8 +632,8 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	// The typed objects are decoded first: the walk of the closure that
 	// follows takes their links from the decoding, and reads again only
 	// the blocks nothing decoded.
-	var r Receipt
-	ok, err := vr.object(rc, "receipt", TypeReceipt, &r)
+	var r ledger.Receipt
+	ok, err := vr.object(rc, "receipt", ledger.TypeReceipt, &r)
 	if err != nil {
 		return err
 	}
@@ -761,9 +682,9 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 		return err
 	}
 	v.Object = &r
-	v.Input, _ = vr.decoded[r.Input.Cid].(*Packet)
+	v.Input, _ = vr.decoded[r.Input.Cid].(*ledger.Packet)
 	if r.Output != nil {
-		v.Output, _ = vr.decoded[r.Output.Cid].(*Packet)
+		v.Output, _ = vr.decoded[r.Output.Cid].(*ledger.Packet)
 	}
 
 	vr.add(blockCheck())
@@ -794,7 +715,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 // runtime's own rule, at the instant the runtime used it: the signature,
 // the approver among the package's, the subject, and the window from
 // issue to expiry. What the runtime recorded must agree.
-func (vr *verifier) checkApprovals(r *Receipt, chain []*tnode) error {
+func (vr *verifier) checkApprovals(r *ledger.Receipt, chain []*tnode) error {
 	var probs problems
 	used := 0
 	var approvers []string
@@ -816,13 +737,13 @@ func (vr *verifier) checkApprovals(r *Receipt, chain []*tnode) error {
 				}
 			}
 			where := fmt.Sprintf("seq %d (step %s) evidence %s", n.t.Seq, n.t.Step, n.t.Evidence[i].Cid)
-			a, observed, valid, ok := approvalFromEvidence(ev.Data)
+			a, observed, valid, ok := ledger.ApprovalFromEvidence(ev.Data)
 			at, err := time.Parse(time.RFC3339Nano, ev.ObservedAt)
 			if !ok || err != nil {
 				probs.add("%s: approval evidence without a valid flag or time of use", where)
 				continue
 			}
-			problem := checkApproval(a, observed, at, approvers)
+			problem := ledger.CheckApproval(a, observed, at, approvers)
 			switch {
 			case valid && problem != nil:
 				probs.add("%s: recorded as a valid approval, but %v", where, problem)
@@ -837,7 +758,7 @@ func (vr *verifier) checkApprovals(r *Receipt, chain []*tnode) error {
 
 // packageApprovers reads the approvers of the package's manifest.
 func (vr *verifier) packageApprovers(pkg cid.Cid) ([]string, string, error) {
-	data, why, err := vr.readPackageFile(pkg, "", ManifestFile)
+	data, why, err := vr.readPackageFile(pkg, "", haygent.ManifestFile)
 	if err != nil || why != "" {
 		return nil, why, err
 	}
@@ -845,7 +766,7 @@ func (vr *verifier) packageApprovers(pkg cid.Cid) ([]string, string, error) {
 		Approvers []string `json:"approvers"`
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, ManifestFile + ": " + err.Error(), nil
+		return nil, haygent.ManifestFile + ": " + err.Error(), nil
 	}
 	return m.Approvers, "", nil
 }
@@ -853,7 +774,7 @@ func (vr *verifier) packageApprovers(pkg cid.Cid) ([]string, string, error) {
 // readChain follows Head through Prior. It returns the transitions oldest
 // first, the problems met on the way, and whether the chain was read to a
 // transition without Prior.
-func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
+func (vr *verifier) readChain(r *ledger.Receipt) ([]*tnode, problems, bool, error) {
 	var probs problems
 	var chain []*tnode
 	limit := max(r.Transitions, 0)
@@ -865,8 +786,8 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 			complete = false
 			break
 		}
-		var t Transition
-		ok, err := vr.object(next.Cid, "transition", TypeTransition, &t)
+		var t ledger.Transition
+		ok, err := vr.object(next.Cid, "transition", ledger.TypeTransition, &t)
 		if err != nil {
 			return nil, probs, false, err
 		}
@@ -881,8 +802,8 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 		}
 		n := &tnode{cid: next.Cid, t: &t}
 		for _, l := range t.Evidence {
-			var ev Evidence
-			ok, err := vr.object(l.Cid, "evidence", TypeEvidence, &ev)
+			var ev ledger.Evidence
+			ok, err := vr.object(l.Cid, "evidence", ledger.TypeEvidence, &ev)
 			if err != nil {
 				return nil, probs, false, err
 			}
@@ -893,8 +814,8 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 			}
 		}
 		for _, l := range t.Gates {
-			var g GateResult
-			ok, err := vr.object(l.Cid, "gate result", TypeGate, &g)
+			var g ledger.GateResult
+			ok, err := vr.object(l.Cid, "gate result", ledger.TypeGate, &g)
 			if err != nil {
 				return nil, probs, false, err
 			}
@@ -905,8 +826,8 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 			}
 		}
 		for _, l := range t.SlotCalls {
-			var sc SlotCall
-			ok, err := vr.object(l.Cid, "slot call", TypeSlotCall, &sc)
+			var sc ledger.SlotCall
+			ok, err := vr.object(l.Cid, "slot call", ledger.TypeSlotCall, &sc)
 			if err != nil {
 				return nil, probs, false, err
 			}
@@ -941,19 +862,19 @@ func (vr *verifier) readChain(r *Receipt) ([]*tnode, problems, bool, error) {
 
 // packet checks the packet c, which the checks that follow do not read.
 func (vr *verifier) packet(c cid.Cid, what string) error {
-	return vr.checkObject(c, what, TypePacket, (*Packet)(nil))
+	return vr.checkObject(c, what, ledger.TypePacket, (*ledger.Packet)(nil))
 }
 
 // readReceiptLinks decodes the objects the receipt links directly.
-func (vr *verifier) readReceiptLinks(r *Receipt) error {
+func (vr *verifier) readReceiptLinks(r *ledger.Receipt) error {
 	// The input and output packets are decoded: the verification
 	// returns them.
-	var in, out Packet
-	if _, err := vr.object(r.Input.Cid, "input packet", TypePacket, &in); err != nil {
+	var in, out ledger.Packet
+	if _, err := vr.object(r.Input.Cid, "input packet", ledger.TypePacket, &in); err != nil {
 		return err
 	}
 	if r.Output != nil {
-		if _, err := vr.object(r.Output.Cid, "output packet", TypePacket, &out); err != nil {
+		if _, err := vr.object(r.Output.Cid, "output packet", ledger.TypePacket, &out); err != nil {
 			return err
 		}
 	}
@@ -964,20 +885,20 @@ func (vr *verifier) readReceiptLinks(r *Receipt) error {
 		return err
 	}
 	for _, l := range r.Evidence {
-		var ev Evidence
-		if _, err := vr.object(l.Cid, "evidence", TypeEvidence, &ev); err != nil {
+		var ev ledger.Evidence
+		if _, err := vr.object(l.Cid, "evidence", ledger.TypeEvidence, &ev); err != nil {
 			return err
 		}
 	}
 	for _, l := range r.Gates {
-		var g GateResult
-		if _, err := vr.object(l.Cid, "gate result", TypeGate, &g); err != nil {
+		var g ledger.GateResult
+		if _, err := vr.object(l.Cid, "gate result", ledger.TypeGate, &g); err != nil {
 			return err
 		}
 	}
 	for _, l := range r.SlotCalls {
-		var sc SlotCall
-		if _, err := vr.object(l.Cid, "slot call", TypeSlotCall, &sc); err != nil {
+		var sc ledger.SlotCall
+		if _, err := vr.object(l.Cid, "slot call", ledger.TypeSlotCall, &sc); err != nil {
 			return err
 		}
 	}
@@ -988,8 +909,8 @@ func (vr *verifier) readReceiptLinks(r *Receipt) error {
 // a Work Order hands on, decodes strictly as an hg/tree@1. The empty
 // tree, the final workspace of every run given none, is known by its
 // CID.
-func (vr *verifier) finalTree(r *Receipt) error {
-	if r.FinalWorkspace == nil || r.FinalWorkspace.Cid == emptyTree.CID() {
+func (vr *verifier) finalTree(r *ledger.Receipt) error {
+	if r.FinalWorkspace == nil || r.FinalWorkspace.Cid == haygent.EmptyTree() {
 		return nil
 	}
 	c := r.FinalWorkspace.Cid
@@ -1017,7 +938,7 @@ func (vr *verifier) finalTree(r *Receipt) error {
 	return nil
 }
 
-func (vr *verifier) checkChain(r *Receipt, chain []*tnode, probs problems, complete bool) {
+func (vr *verifier) checkChain(r *ledger.Receipt, chain []*tnode, probs problems, complete bool) {
 	for i, n := range chain {
 		t := n.t
 		if complete {
@@ -1050,7 +971,7 @@ func (vr *verifier) checkChain(r *Receipt, chain []*tnode, probs problems, compl
 				probs.add("evidence %s in transition seq %d was observed by step %q attempt %d, not step %q attempt %d", l, t.Seq, ev.Step, ev.Attempt, t.Step, t.Attempt)
 			}
 		}
-		if t.Kind == "gates" && !onlyWorkspace(n.evidence) {
+		if t.Kind == "gates" && !ledger.OnlyWorkspace(n.evidence) {
 			probs.add("gates transition seq %d (%s) records evidence other than one observation of the workspace; gates only read it", t.Seq, n.cid)
 		}
 		if t.Kind != "gates" && len(t.Gates) > 0 {
@@ -1096,25 +1017,27 @@ func linkStrings(l []cas.Link) []string {
 
 // stepString and deniedString describe a step and a denial as the index
 // lists them.
-func stepString(s StepRun) string {
+func stepString(s ledger.StepRun) string {
 	return fmt.Sprintf("%s/%s attempt %d %s", s.Step, s.Kind, s.Attempt, s.Status)
 }
 
-func deniedString(d Denied) string { return d.Verb + ":" + d.Kind + ":" + d.Target + " by " + d.Rule }
+func deniedString(d ledger.Denied) string {
+	return d.Verb + ":" + d.Kind + ":" + d.Target + " by " + d.Rule
+}
 
-func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
+func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*tnode, complete bool) {
 	if !complete {
 		vr.add(fail(CheckIndex, "not checked: the transition chain cannot be read in full"))
 		return
 	}
 	var probs problems
-	var steps []StepRun
+	var steps []ledger.StepRun
 	var evidence, slotCalls, gates []cas.Link
-	var denied []Denied
+	var denied []ledger.Denied
 	var otherPkg, otherPerm []string
 	for _, n := range chain {
 		t := n.t
-		steps = append(steps, StepRun{Step: t.Step, Kind: t.Kind, Attempt: t.Attempt, Status: t.Status})
+		steps = append(steps, ledger.StepRun{Step: t.Step, Kind: t.Kind, Attempt: t.Attempt, Status: t.Status})
 		evidence = append(evidence, t.Evidence...)
 		slotCalls = append(slotCalls, t.SlotCalls...)
 		denied = append(denied, t.Denied...)
@@ -1175,14 +1098,14 @@ func (vr *verifier) checkIndex(r *Receipt, chain []*tnode, complete bool) {
 // change (no mutation evidence) and no evaluation observed the
 // workspace, it is the workspace the run started from. A receipt without
 // one (made before it was recorded) has nothing to check.
-func finalWorkspaceProblem(r *Receipt, chain []*tnode) string {
+func finalWorkspaceProblem(r *ledger.Receipt, chain []*tnode) string {
 	if r.FinalWorkspace == nil || len(chain) == 0 {
 		return ""
 	}
 	head := chain[len(chain)-1]
 	if head.t.Kind == "gates" {
 		for _, ev := range head.evidence {
-			if ev != nil && ev.Kind == KindWorkspace && ev.Workspace != nil {
+			if ev != nil && ev.Kind == ledger.KindWorkspace && ev.Workspace != nil {
 				if ev.Workspace.Cid != r.FinalWorkspace.Cid {
 					return fmt.Sprintf("the final workspace is %s, but the head transition (seq %d, the last evaluation of the gates) observed %s", r.FinalWorkspace.Cid, head.t.Seq, ev.Workspace.Cid)
 				}
@@ -1192,7 +1115,7 @@ func finalWorkspaceProblem(r *Receipt, chain []*tnode) string {
 	}
 	for _, n := range chain {
 		for _, ev := range n.evidence {
-			if ev == nil || ev.Kind == evidence.KindMutation || ev.Kind == KindWorkspace {
+			if ev == nil || ev.Kind == evidence.KindMutation || ev.Kind == ledger.KindWorkspace {
 				return "" // a change was applied, or observed: checked above or not at all
 			}
 		}
@@ -1215,17 +1138,17 @@ func summarizeList(list []string) string {
 	return fmt.Sprintf("%s, %s and %d more", list[0], list[1], len(list)-2)
 }
 
-func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
+func (vr *verifier) checkSignature(r *ledger.Receipt, trusted []ed25519.PublicKey) {
 	signer := "(none)"
 	if len(r.Signer) == ed25519.PublicKeySize {
-		signer = FormatPublicKey(ed25519.PublicKey(r.Signer))
+		signer = ledger.FormatPublicKey(ed25519.PublicKey(r.Signer))
 	}
 	// The receipt decoded strictly and re-encodes to its block, so the
 	// signing bytes are cut from the block rather than encoded again;
 	// none are needed when a batch has verified this very block's.
 	var err error
-	if !signedReceipt(vr.v.Receipt) {
-		err = r.verifyEncodedSignature(vr.receiptData)
+	if !ledger.SignedReceipt(vr.v.Receipt) {
+		err = r.VerifyEncodedSignature(vr.receiptData)
 	}
 	if err != nil {
 		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
@@ -1246,7 +1169,7 @@ func (vr *verifier) checkSignature(r *Receipt, trusted []ed25519.PublicKey) {
 
 // packageGates reads gates/gates.json from the receipt's package tree and
 // compiles each gate; compiled[i].err says why specs[i] does not compile.
-func (vr *verifier) packageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check, error) {
+func (vr *verifier) packageGates(r *ledger.Receipt) ([]gate.Spec, []compiledGate, Check, error) {
 	// A package is immutable: its gates, once read and compiled, are
 	// the same for every receipt that names it.
 	pkgGates.Lock()
@@ -1279,7 +1202,7 @@ var pkgGates struct {
 	m map[cid.Cid]packageGateSet
 }
 
-func (vr *verifier) readPackageGates(r *Receipt) ([]gate.Spec, []compiledGate, Check, error) {
+func (vr *verifier) readPackageGates(r *ledger.Receipt) ([]gate.Spec, []compiledGate, Check, error) {
 	data, why, err := vr.readPackageFile(r.Package.Cid, "gates", "gates.json")
 	if err != nil {
 		return nil, nil, Check{}, err
@@ -1300,7 +1223,7 @@ func (vr *verifier) readPackageGates(r *Receipt) ([]gate.Spec, []compiledGate, C
 		seen[s.ID] = true
 	}
 	compiled := compileGates(data, specs)
-	return specs, compiled, probs.check(CheckPackageGates, fmt.Sprintf("%d gates in %s of package %s", len(specs), GatesFile, r.Package.Cid)), nil
+	return specs, compiled, probs.check(CheckPackageGates, fmt.Sprintf("%d gates in %s of package %s", len(specs), haygent.GatesFile, r.Package.Cid)), nil
 }
 
 // gateCache keeps compiled gates by the digest of the gates.json they came
@@ -1420,8 +1343,8 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 	var evs []gate.Evidence
 	lastChange := map[string]time.Time{}
 	var unusable []string
-	var vouchings []vouching // command evidence and the workspace it vouches for
-	var seen cid.Cid         // the workspace the current gates transition observed
+	var vouchings []ledger.Vouching // command evidence and the workspace it vouches for
+	var seen cid.Cid                // the workspace the current gates transition observed
 	for _, n := range chain {
 		for j, ev := range n.evidence {
 			l := n.t.Evidence[j].Cid
@@ -1440,10 +1363,10 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 			}
 			switch {
 			case ev.Workspace == nil:
-			case ev.Kind == KindWorkspace && n.t.Kind == "gates":
+			case ev.Kind == ledger.KindWorkspace && n.t.Kind == "gates":
 				seen = ev.Workspace.Cid
 			case ev.Scope != nil:
-				vouchings = append(vouchings, vouching{ref: l.String(), step: ev.Step, workspace: ev.Workspace.Cid, scope: *ev.Scope})
+				vouchings = append(vouchings, ledger.Vouching{Ref: l.String(), Step: ev.Step, Workspace: ev.Workspace.Cid, Scope: *ev.Scope})
 			}
 		}
 		if n.t.Kind == "gates" {
@@ -1459,7 +1382,7 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 				case !seen.Defined():
 					e.unusable = append(e.unusable, fmt.Sprintf("gates transition seq %d observed no workspace, so the freshness of command evidence cannot be judged", n.t.Seq))
 				default:
-					if e.stale, err = staleEvidence(vr.ctx, vr.st, vouchings, seen); err != nil {
+					if e.stale, err = ledger.StaleEvidence(vr.ctx, vr.st, vouchings, seen); err != nil {
 						e.unusable = append(e.unusable, "workspace freshness: "+err.Error())
 					}
 				}
@@ -1573,17 +1496,17 @@ func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compi
 	}
 }
 
-func (vr *verifier) checkStatus(r *Receipt, chain []*tnode, complete bool, specs []gate.Spec, pkgOK bool, final *finalVerdicts) {
+func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*tnode, complete bool, specs []gate.Spec, pkgOK bool, final *finalVerdicts) {
 	var probs problems
 	switch r.Status {
-	case StatusPass:
+	case ledger.StatusPass:
 		if r.Halt != nil {
 			probs.add("PASS with a halt record (%s: %s)", r.Halt.Verdict, r.Halt.Reason)
 		}
 		if r.Output == nil {
 			probs.add("PASS without an output packet")
-		} else if p, ok := vr.decoded[r.Output.Cid].(*Packet); ok && p.Schema != OutputSchema {
-			probs.add("PASS with output packet %s checked against %q, not %s", r.Output.Cid, p.Schema, OutputSchema)
+		} else if p, ok := vr.decoded[r.Output.Cid].(*ledger.Packet); ok && p.Schema != haygent.OutputSchema {
+			probs.add("PASS with output packet %s checked against %q, not %s", r.Output.Cid, p.Schema, haygent.OutputSchema)
 		}
 		switch {
 		case !complete:
@@ -1615,7 +1538,7 @@ func (vr *verifier) checkStatus(r *Receipt, chain []*tnode, complete bool, specs
 				probs.add("PASS cannot be confirmed: %s", final.unusable[0])
 			}
 		}
-	case StatusHalt:
+	case ledger.StatusHalt:
 		if r.Halt == nil {
 			probs.add("HALT without a halt record")
 		}
@@ -1633,10 +1556,10 @@ func (vr *verifier) checkStatus(r *Receipt, chain []*tnode, complete bool, specs
 			}
 		}
 	default:
-		probs.add("status %q is neither %s nor %s", r.Status, StatusPass, StatusHalt)
+		probs.add("status %q is neither %s nor %s", r.Status, ledger.StatusPass, ledger.StatusHalt)
 	}
 	ok := fmt.Sprintf("%s is consistent with the recomputed gates", r.Status)
-	if r.Status == StatusHalt && r.Halt != nil {
+	if r.Status == ledger.StatusHalt && r.Halt != nil {
 		ok = fmt.Sprintf("HALT (%s) is consistent with the recomputed gates", r.Halt.Verdict)
 		if !final.exists {
 			ok = fmt.Sprintf("HALT (%s) before any gate evaluation", r.Halt.Verdict)
@@ -1750,7 +1673,7 @@ func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Ci
 			probs.add("upstream %s links back to a receipt that needs it", u.Cid)
 		case !uv.OK():
 			probs.add("upstream %s does not verify: %s: %s", u.Cid, uv.FirstFailure().Name, uv.FirstFailure().Detail)
-		case uv.Status != StatusPass:
+		case uv.Status != ledger.StatusPass:
 			probs.add("upstream %s is a %s, not a PASS", u.Cid, uv.Status)
 		}
 	}

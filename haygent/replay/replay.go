@@ -1,4 +1,4 @@
-package haygent
+package replay
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/workspace"
 	"github.com/ipfs/go-cid"
 )
@@ -28,16 +30,16 @@ import (
 // store, not about the work.
 var ErrIncomplete = errors.New("ledger incomplete")
 
-// Where a replay's workspace came from ([ReplayResult].Workspace).
+// Where a replay's workspace came from ([Result].Workspace).
 const (
 	WorkspaceSnapshot = "snapshot" // the receipt's workspace tree, read from the store
-	WorkspaceDir      = "dir"      // a copy of ReplayOptions.Workspace
+	WorkspaceDir      = "dir"      // a copy of Options.Workspace
 	WorkspaceEmpty    = "empty"    // an empty directory: the snapshot is not in the store
 )
 
-// ReplayOptions configure a replay. The zero value replays from the store
+// Options configure a replay. The zero value replays from the store
 // alone.
-type ReplayOptions struct {
+type Options struct {
 	// Workspace, if set, is a directory the replay starts from instead of
 	// the receipt's workspace snapshot. It is copied first and never
 	// modified. Empty means the snapshot, or an empty directory when the
@@ -60,8 +62,8 @@ type ReplayOptions struct {
 	Log func(format string, args ...any)
 }
 
-// ReplayResult is the comparison of a recorded invocation with its replay.
-type ReplayResult struct {
+// Result is the comparison of a recorded invocation with its replay.
+type Result struct {
 	Receipt       cid.Cid // the recorded receipt
 	Run           string
 	Haygent       string  // name@version
@@ -78,10 +80,10 @@ type ReplayResult struct {
 }
 
 // Total is the number of transitions compared: the longer ledger's.
-func (r *ReplayResult) Total() int { return max(r.Recorded, r.Replayed) }
+func (r *Result) Total() int { return max(r.Recorded, r.Replayed) }
 
 // OK reports whether every transition and the receipt agree.
-func (r *ReplayResult) OK() bool { return r != nil && r.Divergence == nil }
+func (r *Result) OK() bool { return r != nil && r.Divergence == nil }
 
 // Divergence is where a replay first differs from the ledger.
 type Divergence struct {
@@ -113,8 +115,8 @@ func (d *Divergence) String() string {
 // diverges is a result, not an error; err is for a replay that could not be
 // carried out: a receipt that is not there, a block it reaches that is
 // missing ([ErrIncomplete]) or damaged, a step that could not run.
-func Replay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOptions) (*ReplayResult, error) {
-	p, err := PrepareReplay(ctx, st, c, opts)
+func Run(ctx context.Context, st cas.Store, c cid.Cid, opts Options) (*Result, error) {
+	p, err := Prepare(ctx, st, c, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +129,9 @@ func Replay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOptions) (*
 // closed before [Replayer.Run]. Close removes its temporary files.
 type Replayer struct {
 	receipt  cid.Cid
-	rc       *Receipt
-	opts     ReplayOptions
-	pkg      *Package
+	rc       *ledger.Receipt
+	opts     Options
+	pkg      *haygent.Package
 	scratch  *memstore.Store
 	tmp      string
 	wsDir    string
@@ -139,13 +141,13 @@ type Replayer struct {
 	calls    []recordedCall
 	recorded [][]workField
 	upNote   string // the recorded halt of an upstream re-check, if any
-	res      ReplayResult
+	res      Result
 	ran      bool
 }
 
-// PrepareReplay reads everything a replay of receipt c needs from st.
-func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOptions) (_ *Replayer, err error) {
-	rc, err := LoadReceipt(ctx, st, c)
+// Prepare reads everything a replay of receipt c needs from st.
+func Prepare(ctx context.Context, st cas.Store, c cid.Cid, opts Options) (_ *Replayer, err error) {
+	rc, err := ledger.LoadReceipt(ctx, st, c)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOpti
 		return fmt.Errorf("receipt %s: %s: %w", c, what, err)
 	}
 	p := &Replayer{receipt: c, rc: rc, opts: opts, scratch: memstore.New()}
-	p.res = ReplayResult{Receipt: c, Run: rc.Run, Haygent: rc.Haygent}
+	p.res = Result{Receipt: c, Run: rc.Run, Haygent: rc.Haygent}
 	if p.tmp, err = os.MkdirTemp("", "hg-replay-*"); err != nil {
 		return nil, err
 	}
@@ -184,15 +186,15 @@ func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOpti
 	if err := cas.GetTree(ctx, p.scratch, rc.Package.Cid, pkgDir, nil); err != nil {
 		return nil, incomplete("package "+rc.Package.String(), err)
 	}
-	if p.pkg, err = Load(pkgDir); err != nil {
+	if p.pkg, err = haygent.Load(pkgDir); err != nil {
 		return nil, fmt.Errorf("receipt %s: package %s: %w", c, rc.Package, err)
 	}
 
-	var in Packet
-	if err := loadTyped(ctx, st, rc.Input.Cid, &in); err != nil {
+	var in ledger.Packet
+	if err := ledger.LoadTyped(ctx, st, rc.Input.Cid, &in); err != nil {
 		return nil, incomplete("input packet", err)
 	}
-	if in.Payload, err = InlinePayload(ctx, st, in.Payload); err != nil {
+	if in.Payload, err = ledger.InlinePayload(ctx, st, in.Payload); err != nil {
 		return nil, incomplete("input packet", err)
 	}
 	p.input = in.Payload
@@ -207,7 +209,7 @@ func PrepareReplay(ctx context.Context, st cas.Store, c cid.Cid, opts ReplayOpti
 		return nil, err
 	}
 
-	l, err := LoadLedger(ctx, st, c)
+	l, err := ledger.LoadLedger(ctx, st, c)
 	if err != nil {
 		return nil, incomplete("ledger", err)
 	}
@@ -299,7 +301,7 @@ func (p *Replayer) Close() error {
 
 // Run replays the invocation and compares it with the ledger. It may be
 // called once.
-func (p *Replayer) Run(ctx context.Context) (*ReplayResult, error) {
+func (p *Replayer) Run(ctx context.Context) (*Result, error) {
 	if p.ran || p.tmp == "" {
 		return nil, errors.New("haygent: a Replayer runs once, before Close")
 	}
@@ -318,7 +320,7 @@ func (p *Replayer) Run(ctx context.Context) (*ReplayResult, error) {
 		now = func() time.Time { return start.Add(time.Since(began)) }
 	}
 	adapter := &ledgerAdapter{calls: p.calls}
-	opts := Options{
+	opts := haygent.Options{
 		Store: p.scratch, Key: key, Adapter: adapter, Workspace: p.wsDir, StoreDir: p.storeDir,
 		CacheDir: p.opts.CacheDir, AllowUnisolated: p.opts.AllowUnisolated,
 		Now: now, RunID: p.rc.Run, Replay: p.rc.Replay, Log: p.opts.Log,
@@ -335,11 +337,11 @@ func (p *Replayer) Run(ctx context.Context) (*ReplayResult, error) {
 			return nil
 		}
 	}
-	out, err := Run(ctx, p.pkg, p.input, opts)
+	out, err := haygent.Run(ctx, p.pkg, p.input, opts)
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s: %w", p.receipt, err)
 	}
-	l, err := LoadLedger(ctx, p.scratch, out.ReceiptCID)
+	l, err := ledger.LoadLedger(ctx, p.scratch, out.ReceiptCID)
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s: %w", p.receipt, err)
 	}
@@ -387,7 +389,7 @@ func (p *Replayer) Run(ctx context.Context) (*ReplayResult, error) {
 
 // compareReceipt compares what a receipt says beyond its transitions: the
 // start of the work and its end.
-func (p *Replayer) compareReceipt(ctx context.Context, got *Receipt) *Divergence {
+func (p *Replayer) compareReceipt(ctx context.Context, got *ledger.Receipt) *Divergence {
 	want := p.rc
 	diff := func(field, a, b string) *Divergence {
 		if a == b {
@@ -401,7 +403,7 @@ func (p *Replayer) compareReceipt(ctx context.Context, got *Receipt) *Divergence
 		}
 		return l.String()
 	}
-	halt := func(h *Halt) string {
+	halt := func(h *ledger.Halt) string {
 		if h == nil {
 			return "none"
 		}
@@ -443,7 +445,7 @@ var volatileData = map[string][]string{
 var volatileState = [][]string{{"failures", "*", "reason"}}
 
 // ledgerWork returns the work identity of every transition of a ledger.
-func ledgerWork(ctx context.Context, st cas.Store, l *Ledger) ([][]workField, error) {
+func ledgerWork(ctx context.Context, st cas.Store, l *ledger.Ledger) ([][]workField, error) {
 	evIndex := map[cid.Cid]int{}
 	for _, t := range l.Transitions {
 		for _, e := range t.Evidence {
@@ -463,7 +465,7 @@ func ledgerWork(ctx context.Context, st cas.Store, l *Ledger) ([][]workField, er
 	return out, nil
 }
 
-func transitionWork(ctx context.Context, st cas.Store, l *Ledger, t *Transition, evIndex map[cid.Cid]int) ([]workField, error) {
+func transitionWork(ctx context.Context, st cas.Store, l *ledger.Ledger, t *ledger.Transition, evIndex map[cid.Cid]int) ([]workField, error) {
 	var w []workField
 	add := func(name, value string) { w = append(w, workField{name, value}) }
 	add("seq", strconv.FormatInt(t.Seq, 10))
@@ -556,15 +558,15 @@ func transitionWork(ctx context.Context, st cas.Store, l *Ledger, t *Transition,
 // itself unless it is a run state or a projection of one that holds gate
 // reasons, which are left out.
 func packetWork(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
-	var p Packet
-	if err := loadTyped(ctx, st, c, &p); err != nil {
+	var p ledger.Packet
+	if err := ledger.LoadTyped(ctx, st, c, &p); err != nil {
 		return "", err
 	}
 	if outlinedVolatile(&p) {
 		// What is left out may sit in a value stored apart: the form is
 		// then that of the payload read back whole.
 		var err error
-		if p.Payload, err = InlinePayload(ctx, st, p.Payload); err != nil {
+		if p.Payload, err = ledger.InlinePayload(ctx, st, p.Payload); err != nil {
 			return "", err
 		}
 	}
@@ -580,7 +582,7 @@ func packetWork(ctx context.Context, st cas.Store, c cid.Cid) (string, error) {
 			var path []string
 			if ptr != "" {
 				var err error
-				if path, err = splitPointer(ptr); err != nil {
+				if path, err = haygent.SplitPointer(ptr); err != nil {
 					payload[ptr] = v
 					continue
 				}
@@ -751,7 +753,7 @@ type recordedCall struct {
 
 // recordedCalls reads every slot call of a ledger in order, with its raw
 // response.
-func recordedCalls(ctx context.Context, st cas.Store, l *Ledger) ([]recordedCall, error) {
+func recordedCalls(ctx context.Context, st cas.Store, l *ledger.Ledger) ([]recordedCall, error) {
 	var out []recordedCall
 	for _, t := range l.Transitions {
 		for _, s := range t.SlotCalls {
@@ -793,7 +795,7 @@ type ledgerAdapter struct {
 func (a *ledgerAdapter) Name() string  { return "script" }
 func (a *ledgerAdapter) Model() string { return "" }
 
-func (a *ledgerAdapter) Propose(_ context.Context, req SlotRequest) ([]byte, error) {
+func (a *ledgerAdapter) Propose(_ context.Context, req haygent.SlotRequest) ([]byte, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var err error

@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"context"
@@ -74,32 +74,32 @@ func (m matcher) covered(path string) bool {
 }
 
 // vouching is one piece of evidence that vouches for a workspace.
-type vouching struct {
-	ref       string // the evidence's CID
-	step      string
-	workspace cid.Cid
-	scope     Scope
+type Vouching struct {
+	Ref       string // the evidence's CID
+	Step      string
+	Workspace cid.Cid
+	Scope     Scope
 }
 
 // staleEvidence returns, for each piece of evidence in vs whose covered
 // files differ between its workspace and now, why it is stale. Trees are
 // read from st; one that cannot be read is an error, never fresh.
-func staleEvidence(ctx context.Context, st blockGetter, vs []vouching, now cid.Cid) (map[string]string, error) {
+func StaleEvidence(ctx context.Context, st blockGetter, vs []Vouching, now cid.Cid) (map[string]string, error) {
 	out := map[string]string{}
 	diffs := map[cid.Cid][]string{} // workspace -> changed paths, computed once
 	for _, v := range vs {
-		if v.workspace.Equals(now) {
+		if v.Workspace.Equals(now) {
 			continue
 		}
-		changed, ok := diffs[v.workspace]
+		changed, ok := diffs[v.Workspace]
 		if !ok {
 			var err error
-			if changed, err = diffTrees(ctx, st, v.workspace, now, ""); err != nil {
-				return nil, fmt.Errorf("workspace of evidence %s: %w", v.ref, err)
+			if changed, err = diffTrees(ctx, st, v.Workspace, now, ""); err != nil {
+				return nil, fmt.Errorf("workspace of evidence %s: %w", v.Ref, err)
 			}
-			diffs[v.workspace] = changed
+			diffs[v.Workspace] = changed
 		}
-		m := v.scope.matcher()
+		m := v.Scope.matcher()
 		var hit []string
 		for _, p := range changed {
 			if m.covered(p) {
@@ -113,7 +113,7 @@ func staleEvidence(ctx context.Context, st blockGetter, vs []vouching, now cid.C
 		if len(hit) > maxStaleNames {
 			names += fmt.Sprintf(" and %d more", len(hit)-maxStaleNames)
 		}
-		out[v.ref] = fmt.Sprintf("the workspace changed since step %s ran: %s", v.step, names)
+		out[v.Ref] = fmt.Sprintf("the workspace changed since step %s ran: %s", v.Step, names)
 	}
 	return out, nil
 }
@@ -193,7 +193,7 @@ type blockGetter interface {
 // onlyWorkspace reports whether evs, the evidence a gates transition
 // records, is at most one observation of the workspace: all a gates
 // transition may record.
-func onlyWorkspace(evs []*Evidence) bool {
+func OnlyWorkspace(evs []*Evidence) bool {
 	switch len(evs) {
 	case 0:
 		return true

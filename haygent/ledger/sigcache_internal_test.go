@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func signedBlocks(t *testing.T, st cas.Store, key ed25519.PrivateKey, n int, alt
 func remembered(rs []cid.Cid) []bool {
 	var out []bool
 	for _, c := range rs {
-		out = append(out, signedReceipt(c))
+		out = append(out, SignedReceipt(c))
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func TestPrecheckSignatures(t *testing.T) {
 	if got := remembered(good); slices.Contains(got, false) {
 		t.Fatalf("after a good batch, remembered %v", got)
 	}
-	if signedReceipt(missing) {
+	if SignedReceipt(missing) {
 		t.Fatal("a receipt that cannot be read is remembered")
 	}
 

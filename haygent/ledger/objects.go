@@ -1,4 +1,4 @@
-package haygent
+package ledger
 
 import (
 	"github.com/haygent/hg/cas"
