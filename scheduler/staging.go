@@ -18,10 +18,10 @@ import (
 //
 // Its blocks are kept as the cas.Blocks they were handed in as, in a
 // small map: a node makes a dozen blocks, and an arena chunk for each
-// node's store would cost more than the blocks. The embedded memstore
-// holds only pins and refs.
+// node's store would cost more than the blocks. Its pins and refs are
+// the embedded memstore.Names.
 type staging struct {
-	*memstore.Store
+	*memstore.Names
 	base map[cid.Cid]cas.Block
 
 	mu    sync.RWMutex
@@ -31,12 +31,14 @@ type staging struct {
 
 var errStagingClosed = errors.New("staging store is closed")
 
+var _ cas.Store = (*staging)(nil)
+
 // Close implements [cas.Store].
 func (s *staging) Close() error {
 	s.mu.Lock()
 	s.own, s.order = nil, nil
 	s.mu.Unlock()
-	return s.Store.Close()
+	return s.Names.Close()
 }
 
 // use takes the lock (for writing if write) and reports an error if the
@@ -60,7 +62,7 @@ func (s *staging) use(ctx context.Context, write bool) (done func(), err error) 
 // newStaging returns an empty staging store over base, which may be nil
 // and must not change while the staging store is in use.
 func newStaging(base map[cid.Cid]cas.Block) *staging {
-	return &staging{Store: memstore.New(), base: base, own: map[cid.Cid]cas.Block{}}
+	return &staging{Names: memstore.NewNames(), base: base, own: map[cid.Cid]cas.Block{}}
 }
 
 // blockIndex maps blocks by CID, as a staging base.

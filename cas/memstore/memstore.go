@@ -4,68 +4,33 @@ package memstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
-	"sync"
 
 	"github.com/haygent/hg/cas"
 	"github.com/ipfs/go-cid"
 )
 
-// Store keeps blocks in an arena (see arena.go) and pins and refs in
-// maps. The zero value is not usable; call [New].
+// Store keeps blocks in an arena (see arena.go), and pins and refs in
+// its [Names]. The zero value is not usable; call [New].
 type Store struct {
-	mu      sync.RWMutex
+	*Names
+	g       guard // of blocks and tainted
 	blocks  arena
-	pins    map[string]cid.Cid
-	refs    map[string]map[string]cid.Cid // namespace -> name -> CID
-	tainted map[cid.Cid][]byte            // bytes Corrupt put in place of blocks
-	closed  bool
-	// runlock and unlock are mu's, bound once: a method value made at
-	// each read would cost an allocation per block read.
-	runlock, unlock func()
+	tainted map[cid.Cid][]byte // bytes Corrupt put in place of blocks
 }
-
-var errClosed = errors.New("memstore: store is closed")
 
 // New returns an empty store.
 func New() *Store {
-	s := &Store{blocks: newArena(), pins: make(map[string]cid.Cid), refs: make(map[string]map[string]cid.Cid)}
-	s.runlock, s.unlock = s.mu.RUnlock, s.mu.Unlock
+	s := &Store{Names: NewNames(), blocks: newArena()}
+	s.g.init()
 	return s
 }
 
 var _ cas.Store = (*Store)(nil)
 
-func (s *Store) read(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return nil, errClosed
-	}
-	return s.runlock, nil
-}
-
-func (s *Store) write(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errClosed
-	}
-	return s.unlock, nil
-}
-
 // Has implements [cas.Store].
 func (s *Store) Has(ctx context.Context, c cid.Cid) (bool, error) {
-	unlock, err := s.read(ctx)
+	unlock, err := s.g.read(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -86,7 +51,7 @@ func (s *Store) Get(ctx context.Context, c cid.Cid) ([]byte, error) {
 
 // View implements [cas.Store].
 func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) error {
-	unlock, err := s.read(ctx)
+	unlock, err := s.g.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -119,7 +84,7 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 	if err := cas.CheckBlockSizes(blocks...); err != nil {
 		return err
 	}
-	unlock, err := s.write(ctx)
+	unlock, err := s.g.write(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,7 +105,7 @@ func (s *Store) Adopt(blocks ...cas.Block) error {
 
 // Delete implements [cas.Store].
 func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
-	unlock, err := s.write(ctx)
+	unlock, err := s.g.write(ctx)
 	if err != nil {
 		return err
 	}
@@ -155,7 +120,7 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 // AllKeys implements [cas.Store]. Blocks come in the byte order of their
 // binary CIDs, as in the bbolt store.
 func (s *Store) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) error {
-	unlock, err := s.read(ctx)
+	unlock, err := s.g.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -188,168 +153,20 @@ func compareKeys(a, b cid.Cid) int {
 	return slices.Compare(a.Bytes(), b.Bytes())
 }
 
-// SetPin implements [cas.Store].
-func (s *Store) SetPin(ctx context.Context, name string, c cid.Cid) error {
-	if err := cas.CheckPinName(name); err != nil {
-		return err
-	}
-	unlock, err := s.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	s.pins[name] = c
-	return nil
-}
-
-// DeletePin implements [cas.Store].
-func (s *Store) DeletePin(ctx context.Context, name string) error {
-	unlock, err := s.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, ok := s.pins[name]; !ok {
-		return fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
-	}
-	delete(s.pins, name)
-	return nil
-}
-
-// Pin implements [cas.Store].
-func (s *Store) Pin(ctx context.Context, name string) (cid.Cid, error) {
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return cid.Undef, err
-	}
-	defer unlock()
-	c, ok := s.pins[name]
-	if !ok {
-		return cid.Undef, fmt.Errorf("pin %q: %w", name, cas.ErrNotFound)
-	}
-	return c, nil
-}
-
-// Pins implements [cas.Store].
-func (s *Store) Pins(ctx context.Context) ([]cas.Pin, error) {
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	out := make([]cas.Pin, 0, len(s.pins))
-	for n, c := range s.pins {
-		out = append(out, cas.Pin{Name: n, CID: c})
-	}
-	slices.SortFunc(out, func(a, b cas.Pin) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// SetRef implements [cas.Store].
-func (s *Store) SetRef(ctx context.Context, ns, name string, c cid.Cid) error {
-	return s.SetRefs(ctx, cas.Ref{NS: ns, Name: name, CID: c})
-}
-
-// SetRefs implements [cas.Store].
-func (s *Store) SetRefs(ctx context.Context, refs ...cas.Ref) error {
-	if err := cas.CheckRefs(refs); err != nil {
-		return err
-	}
-	unlock, err := s.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	for _, r := range refs {
-		if s.refs[r.NS] == nil {
-			s.refs[r.NS] = map[string]cid.Cid{}
-		}
-		s.refs[r.NS][r.Name] = r.CID
-	}
-	return nil
-}
-
-// GetRef implements [cas.Store].
-func (s *Store) GetRef(ctx context.Context, ns, name string) (cid.Cid, error) {
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return cid.Undef, err
-	}
-	defer unlock()
-	c, ok := s.refs[ns][name]
-	if !ok {
-		return cid.Undef, fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
-	}
-	return c, nil
-}
-
-// DeleteRef implements [cas.Store].
-func (s *Store) DeleteRef(ctx context.Context, ns, name string) error {
-	unlock, err := s.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, ok := s.refs[ns][name]; !ok {
-		return fmt.Errorf("ref %s/%s: %w", ns, name, cas.ErrNotFound)
-	}
-	delete(s.refs[ns], name)
-	if len(s.refs[ns]) == 0 {
-		delete(s.refs, ns)
-	}
-	return nil
-}
-
-// Refs implements [cas.Store].
-func (s *Store) Refs(ctx context.Context, ns string) ([]cas.Pin, error) {
-	if err := cas.CheckRefNamespace(ns); err != nil {
-		return nil, err
-	}
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	out := make([]cas.Pin, 0, len(s.refs[ns]))
-	for n, c := range s.refs[ns] {
-		out = append(out, cas.Pin{Name: n, CID: c})
-	}
-	slices.SortFunc(out, func(a, b cas.Pin) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// RefNamespaces implements [cas.Store].
-func (s *Store) RefNamespaces(ctx context.Context) ([]string, error) {
-	unlock, err := s.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	out := make([]string, 0, len(s.refs))
-	for ns := range s.refs {
-		out = append(out, ns)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // Close implements [cas.Store].
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
+	err := s.g.close(func() { s.blocks = arena{} })
+	if nerr := s.Names.Close(); err == nil {
+		err = nerr
 	}
-	s.closed = true
-	s.blocks, s.pins, s.refs = arena{}, nil, nil
-	return nil
+	return err
 }
 
 // Corrupt replaces the stored bytes of c without rehashing, so tests can
 // check that reads catch a flipped byte. It reports whether c was present.
 func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
 	if _, ok := s.blocks.find(c); !ok {
 		return false
 	}
