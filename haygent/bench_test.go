@@ -96,42 +96,6 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.ReportMetric(float64((h-d).Microseconds())/1000, "overhead-ms")
 }
 
-// BenchmarkVerifyReceipt verifies one stored receipt of the echo Haygent
-// (4 transitions) again and again, in memory: the verifier's cost per
-// receipt, signature included, without a run around it.
-func BenchmarkVerifyReceipt(b *testing.B) {
-	st := memstore.New()
-	pkg, err := haygent.Load(filepath.Join(fixtures, "haygents", "echo"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
-	res, err := haygent.Run(context.Background(), pkg, map[string]any{"value": 42}, haygent.Options{Store: st, Key: key})
-	if err != nil {
-		b.Fatal(err)
-	}
-	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
-	known := map[cid.Cid]bool{res.Receipt.Package.Cid: true}
-	verifyOnce := func() {
-		// A verifier on another machine has checked no signature before.
-		ledger.ForgetSignatures()
-		v, err := verify.VerifyReceiptKnown(context.Background(), st, res.ReceiptCID, trusted, known)
-		if err != nil || !v.OK() {
-			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
-		}
-	}
-	// Each op is many verifications after a warm-up, so that make bench's
-	// single op measures the steady state.
-	verifyOnce()
-	b.ResetTimer()
-	for b.Loop() {
-		for range microOps {
-			verifyOnce()
-		}
-	}
-	b.ReportMetric(float64(b.N*microOps*int(res.Receipt.Transitions))/b.Elapsed().Seconds(), "transitions/s")
-}
-
 // microOps is how many invocations or verifications one op of the
 // per-receipt benchmarks makes.
 const microOps = 200
@@ -156,14 +120,17 @@ func BenchmarkRunVerify(b *testing.B) {
 	known := map[cid.Cid]bool{pkgCID: true}
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
 	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	// One cache, as a scheduler holds it: the runtime's signatures go in,
+	// and acceptance finds them there.
+	cache := verify.NewCache()
 	i := 0
 	runVerify := func() {
 		i++
-		res, err := haygent.Run(ctx, pkg, map[string]any{"value": i}, haygent.Options{Store: st, Key: key, PackageCID: pkgCID})
+		res, err := haygent.Run(ctx, pkg, map[string]any{"value": i}, haygent.Options{Store: st, Key: key, PackageCID: pkgCID, Signatures: cache.Signatures()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := verify.VerifyReceiptKnown(ctx, st, res.ReceiptCID, trusted, known)
+		v, err := verify.VerifyReceiptKnown(ctx, st, res.ReceiptCID, trusted, known, cache)
 		if err != nil || !v.OK() {
 			b.Fatalf("verify: %v %+v", err, v.FirstFailure())
 		}

@@ -171,7 +171,7 @@ func runCase(t *testing.T, file string) {
 	}
 	t.Logf("report:\n%s", out.String())
 
-	if err := r.VerifySignature(); err != nil {
+	if err := r.VerifySignature(nil); err != nil {
 		t.Errorf("signature: %v", err)
 	}
 	// The verifier, from the store alone, agrees with every verdict.

@@ -376,7 +376,7 @@ func forgeLedger(t *testing.T, st cas.Store, receipt cid.Cid, edit func(typ stri
 	if err := cas.Unmarshal(enc, &rc); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.Sign(replayKey); err != nil {
+	if err := rc.Sign(replayKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := cas.Marshal(&rc)

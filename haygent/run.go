@@ -40,6 +40,10 @@ type Options struct {
 	Store cas.Store
 	// Key signs the receipt.
 	Key ed25519.PrivateKey
+	// Signatures, when not nil, remembers the receipt's signature as
+	// good: the cache of the verifier that checks the receipt next (a
+	// scheduler's), which then need not run ed25519 again.
+	Signatures *ledger.Signatures
 	// Adapter answers the slots; nil makes every slot call fail (and so
 	// take its fallback).
 	Adapter Adapter
@@ -1348,7 +1352,7 @@ func (r *runner) finish(halt *ledger.Halt, results []gateOutcome, ws *cas.Link) 
 		}
 		rc.Halt = halt
 	}
-	data, err := rc.SignEncoded(r.opts.Key)
+	data, err := rc.SignEncoded(r.opts.Key, r.opts.Signatures)
 	if err != nil {
 		return nil, err
 	}

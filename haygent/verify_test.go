@@ -207,7 +207,7 @@ func chainOf(t *testing.T, st cas.Store, r *ledger.Receipt) ([]ledger.Transition
 func resign(t *testing.T, st cas.Store, r *ledger.Receipt, key ed25519.PrivateKey) cid.Cid {
 	t.Helper()
 	r.Signature = nil
-	if err := r.Sign(key); err != nil {
+	if err := r.Sign(key, nil); err != nil {
 		t.Fatal(err)
 	}
 	return putObject(t, st, r)

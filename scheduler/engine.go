@@ -7,6 +7,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -53,8 +54,12 @@ type Engine interface {
 // Local runs invocations in this process, each against a private staging
 // store.
 type Local struct {
-	Key     ed25519.PrivateKey
-	Adapter haygent.Adapter
+	Key ed25519.PrivateKey
+	// Signatures, when not nil, remembers the signatures of the receipts
+	// this engine's runtime makes (haygent.Options.Signatures): the
+	// scheduler's cache, whose acceptance then need not check them again.
+	Signatures *ledger.Signatures
+	Adapter    haygent.Adapter
 	// StoreDir is the directory of the hg store the run belongs to: if a
 	// node's workspace holds it, no step sees or changes it
 	// (haygent.Options.StoreDir).
@@ -84,7 +89,7 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 		ws = dir
 	}
 	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
-		Store: stg, Key: l.Key, Adapter: l.Adapter, Workspace: ws, StoreDir: l.StoreDir, PackageCID: inv.Package,
+		Store: stg, Key: l.Key, Signatures: l.Signatures, Adapter: l.Adapter, Workspace: ws, StoreDir: l.StoreDir, PackageCID: inv.Package,
 		RunID: NodeRunID(inv.Run, inv.Node), Upstream: inv.Upstream, CheckUpstream: inv.Check,
 	})
 	if err != nil {

@@ -176,6 +176,10 @@ func Load(path string) (*Plan, error) {
 // Scheduler runs plans.
 type Scheduler struct {
 	opts Options
+	// cache is what acceptance remembers between receipts (signatures,
+	// compiled gates), shared with the local engine's runtime so that a
+	// receipt it signed is not checked by ed25519 again here.
+	cache *verify.Cache
 	// ranNodes counts the invocations this scheduler actually ran (memo
 	// hits excluded), for tests and progress.
 	mu       sync.Mutex
@@ -193,7 +197,7 @@ func New(opts Options) *Scheduler {
 	if opts.Key != nil {
 		opts.Trusted = append(opts.Trusted, opts.Key.Public().(ed25519.PublicKey))
 	}
-	return &Scheduler{opts: opts}
+	return &Scheduler{opts: opts, cache: verify.NewCache()}
 }
 
 // Ran returns how many invocations this scheduler ran (memo hits
@@ -1106,7 +1110,7 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	vctx := context.WithoutCancel(ctx)
 	// The package tree was stored and hashed by this scheduler; every
 	// other block of the receipt's closure is walked and re-hashed.
-	v, err := verify.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true})
+	v, err := verify.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true}, e.s.cache)
 	if err != nil {
 		return fail(dag.Failed, "verify: %v", err)
 	}
@@ -1273,7 +1277,7 @@ func (e *execution) engine() Engine {
 		return e.s.opts.Engine
 	}
 	plan := e.plan
-	return &Local{Key: e.s.opts.Key, Adapter: e.s.opts.Adapter, StoreDir: e.s.opts.StoreDir,
+	return &Local{Key: e.s.opts.Key, Signatures: e.s.cache.Signatures(), Adapter: e.s.opts.Adapter, StoreDir: e.s.opts.StoreDir,
 		Package: func(inv Invocation) (*haygent.Package, error) {
 			p, ok := plan.Packages[inv.Node]
 			if !ok {

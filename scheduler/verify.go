@@ -140,9 +140,10 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	// every core, while the Work Order loads (about a tenth of the
 	// verification of a large run, and serial): each node's own check of
 	// its signature then finds it known.
+	cache := verify.NewCache()
 	sigCtx, stopSigs := context.WithCancel(ctx)
 	defer stopSigs()
-	sigs := precheckSignatures(sigCtx, st, rec)
+	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec)
 
 	obj, wo, err := LoadWorkOrder(ctx, st, rec)
 	if err == nil {
@@ -180,7 +181,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 		}
 		known[pkg] = err == nil
 	}
-	cv := verify.NewChainVerifier(st, trusted, known)
+	cv := verify.NewChainVerifier(st, trusted, known, cache)
 	perms := &permCache{st: st}
 	v.Nodes = make([]NodeVerification, len(rec.Nodes))
 	errs := make(chan error, 1)
@@ -258,8 +259,8 @@ type signatureChecks struct {
 // precheckSignatures starts checking the signatures of the record's
 // receipts in batches of signatureBatch nodes, on every core. Whether a
 // batch holds is not reported: it only spares each receipt's own check
-// (see [ledger.PrecheckSignatures]).
-func precheckSignatures(ctx context.Context, st cas.Store, rec *Record) *signatureChecks {
+// (see [ledger.Signatures.PrecheckReceipts]).
+func precheckSignatures(ctx context.Context, st cas.Store, sigs *ledger.Signatures, rec *Record) *signatureChecks {
 	s := &signatureChecks{
 		done:  make([]chan struct{}, (len(rec.Nodes)+signatureBatch-1)/signatureBatch),
 		ahead: make(chan struct{}, signaturesAhead),
@@ -287,7 +288,7 @@ func precheckSignatures(ctx context.Context, st cas.Store, rec *Record) *signatu
 					}
 				}
 				if ctx.Err() == nil {
-					ledger.PrecheckSignatures(ctx, st, receipts)
+					sigs.PrecheckReceipts(ctx, st, receipts)
 				}
 				close(s.done[k])
 			}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
@@ -181,7 +180,6 @@ func TestVerifyRunSignatureBatches(t *testing.T) {
 
 	// One batch ahead at most: the checks wait for the nodes.
 	defer scheduler.SetSignaturesAhead(1)()
-	ledger.ForgetSignatures()
 	v := verifyRun(t, st, root, runTrusted)
 	for i, nv := range v.Nodes {
 		for _, c := range nv.Checks {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/internal/sigcheck"
 )
 
 // TypeApproval is the type of a signed approval.
@@ -73,7 +74,7 @@ func NewApproval(key ed25519.PrivateKey, subject, decision string, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	a.Signature = base64.RawURLEncoding.EncodeToString(sign(key, msg))
+	a.Signature = base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, msg))
 	return a, nil
 }
 
@@ -133,7 +134,7 @@ func CheckApproval(a *Approval, observed string, used time.Time, approvers []str
 	if err != nil {
 		return bad("%v", err)
 	}
-	if !verifySig(pub, msg, sig) {
+	if len(sig) != ed25519.SignatureSize || !sigcheck.Verify(pub, msg, sig) {
 		return bad("signature by %s does not verify", a.Approver)
 	}
 	if !slices.Contains(approvers, a.Approver) {

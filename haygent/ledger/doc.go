@@ -2,7 +2,7 @@
 // transitions, gate results, slot calls and the signed receipt (objects.go,
 // receipt.go), the runner's keys (keys.go), approvals (approval.go), the
 // rule that marks evidence stale when the workspace it vouched for changed
-// (freshness.go), the signatures a process remembers as good (sigcache.go),
+// (freshness.go), the signatures a verifier remembers as good (signatures.go),
 // and reading a receipt's chain and logs back from a store (load.go,
 // logs.go, outlined.go).
 //

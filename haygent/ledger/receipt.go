@@ -92,14 +92,15 @@ func (r *Receipt) signingBytes() ([]byte, error) {
 	return cas.Marshal(&c)
 }
 
-// Sign sets Signer and Signature with key.
-func (r *Receipt) Sign(key ed25519.PrivateKey) error {
+// Sign sets Signer and Signature with key, remembering the signature in
+// sigs (nil: nowhere).
+func (r *Receipt) Sign(key ed25519.PrivateKey, sigs *Signatures) error {
 	r.Signer = key.Public().(ed25519.PublicKey)
 	b, err := r.signingBytes()
 	if err != nil {
 		return err
 	}
-	r.Signature = sign(key, b)
+	r.Signature = sigs.sign(key, b)
 	return nil
 }
 
@@ -107,13 +108,13 @@ func (r *Receipt) Sign(key ed25519.PrivateKey) error {
 // signature included: the signing bytes with the signature's entry added,
 // which is what encoding the signed receipt gives, without encoding it a
 // second time.
-func (r *Receipt) SignEncoded(key ed25519.PrivateKey) ([]byte, error) {
+func (r *Receipt) SignEncoded(key ed25519.PrivateKey, sigs *Signatures) ([]byte, error) {
 	r.Signer = key.Public().(ed25519.PublicKey)
 	b, err := r.signingBytes()
 	if err != nil {
 		return nil, err
 	}
-	r.Signature = sign(key, b)
+	r.Signature = sigs.sign(key, b)
 	sig, err := cas.Marshal(r.Signature)
 	if err != nil {
 		return nil, err
@@ -125,31 +126,32 @@ func (r *Receipt) SignEncoded(key ed25519.PrivateKey) ([]byte, error) {
 }
 
 // VerifySignature checks the signature against the receipt's own Signer.
-// Whether that signer is trusted is the caller's question.
-func (r *Receipt) VerifySignature() error {
+// Whether that signer is trusted is the caller's question. sigs, when not
+// nil, answers for a signature it made or checked before.
+func (r *Receipt) VerifySignature(sigs *Signatures) error {
 	b, err := r.signingBytes()
 	if err != nil {
 		return err
 	}
-	return r.verifySignatureOver(b)
+	return r.verifySignatureOver(b, sigs)
 }
 
 // verifyEncodedSignature is VerifySignature for a receipt decoded from
 // data, its canonical encoding: the signing bytes are data less the
 // signature's entry, which is what encoding the receipt without its
 // signature gives.
-func (r *Receipt) VerifyEncodedSignature(data []byte) error {
+func (r *Receipt) VerifyEncodedSignature(data []byte, sigs *Signatures) error {
 	if b, ok := cas.WithoutEntry(data, "signature"); ok && len(r.Signature) > 0 {
-		return r.verifySignatureOver(b)
+		return r.verifySignatureOver(b, sigs)
 	}
-	return r.VerifySignature()
+	return r.VerifySignature(sigs)
 }
 
-func (r *Receipt) verifySignatureOver(signing []byte) error {
+func (r *Receipt) verifySignatureOver(signing []byte, sigs *Signatures) error {
 	if len(r.Signer) != ed25519.PublicKeySize {
 		return fmt.Errorf("%w: no signer", ErrBadSignature)
 	}
-	if !verifySig(ed25519.PublicKey(r.Signer), signing, r.Signature) {
+	if !sigs.Verify(ed25519.PublicKey(r.Signer), signing, r.Signature) {
 		return ErrBadSignature
 	}
 	return nil

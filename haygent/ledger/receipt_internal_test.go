@@ -44,7 +44,7 @@ func receipts() []*Receipt {
 func TestSignEncodedIsTheEncoding(t *testing.T) {
 	key := newKey(t)
 	for i, r := range receipts() {
-		data, err := r.SignEncoded(key)
+		data, err := r.SignEncoded(key, NewSignatures())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +55,7 @@ func TestSignEncodedIsTheEncoding(t *testing.T) {
 		if !bytes.Equal(data, want) {
 			t.Fatalf("receipt %d: signEncoded = %x, encoding = %x", i, data, want)
 		}
-		ForgetSignatures()
-		if err := r.VerifyEncodedSignature(data); err != nil {
+		if err := r.VerifyEncodedSignature(data, nil); err != nil {
 			t.Fatalf("receipt %d: %v", i, err)
 		}
 		// Any change to what was signed is caught, whichever way the
@@ -66,10 +65,10 @@ func TestSignEncodedIsTheEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.VerifyEncodedSignature(changed); !errors.Is(err, ErrBadSignature) {
+		if err := r.VerifyEncodedSignature(changed, nil); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("receipt %d: a changed receipt verifies from its bytes: %v", i, err)
 		}
-		if err := r.VerifySignature(); !errors.Is(err, ErrBadSignature) {
+		if err := r.VerifySignature(nil); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("receipt %d: a changed receipt verifies: %v", i, err)
 		}
 	}
@@ -84,7 +83,7 @@ func TestVerifyEncodedSignatureUnsigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.VerifyEncodedSignature(data); !errors.Is(err, ErrBadSignature) {
+	if err := r.VerifyEncodedSignature(data, nil); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("an unsigned receipt: %v", err)
 	}
 }

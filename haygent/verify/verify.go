@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,28 +197,36 @@ const maxGatesFile = cas.MaxBlockSize
 // calls' raw responses against their verdicts and proposals; the upstream
 // receipts (see [VerifyReceiptChain]); the time stamps beyond those gates
 // and approvals read, and the replay command.
+//
+// It remembers nothing for later calls; [VerifyReceiptKnown] and
+// [ChainVerifier] take a [Cache].
 func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) (*Verification, error) {
-	return VerifyReceiptKnown(ctx, st, receipt, trusted, nil)
+	return VerifyReceiptKnown(ctx, st, receipt, trusted, nil, nil)
 }
 
 // VerifyReceiptKnown is [VerifyReceipt] for a caller that has already
 // verified some closures in st (a scheduler verifies the package tree it
 // stored once, then many receipts that link it): the block walk does not
 // enter the CIDs in known. Every other check is the same; the package's
-// gates.json is still read and parsed.
-func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool) (*Verification, error) {
-	return verifyReceipt(ctx, st, receipt, trusted, known, nil)
+// gates.json is still read and parsed. cache, when not nil, is the
+// caller's [Cache], shared with its other verifications and the runtime
+// whose receipts they check; nil is a new one for this call alone.
+func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache) (*Verification, error) {
+	return verifyReceipt(ctx, st, receipt, trusted, known, cache, nil)
 }
 
 // verifyReceipt is [VerifyReceiptKnown] sharing the untyped objects it
 // decodes with the other receipts of a [ChainVerifier], when nodes is not
 // nil: every receipt of a run links the same permission snapshot.
-func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, nodes *sync.Map) (*Verification, error) {
+func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache, nodes *sync.Map) (*Verification, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if cache == nil {
+		cache = NewCache()
+	}
 	vr := &verifier{
-		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, sharedNodes: nodes,
+		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, cache: cache, sharedNodes: nodes,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
 	}
 	// Some forty links per receipt, a dozen distinct: a map from the
@@ -250,6 +257,7 @@ type verifier struct {
 	receiptData []byte                // the receipt's block, once it has decoded
 	canon       problems
 	known       map[cid.Cid]bool // closures verified by the caller
+	cache       *Cache
 	// sharedNodes, when not nil, holds untyped objects other receipts'
 	// verifications decoded strictly, by CID: the same bytes decode the
 	// same way, and a block that cannot be read is never added.
@@ -497,7 +505,7 @@ func (vr *verifier) decode(c cid.Cid, what, typ string, v any, checkOnly bool) (
 		if checkOnly {
 			return nil
 		}
-		if decodeErr == nil && c == vr.v.Receipt && !ledger.SignedReceipt(c) {
+		if decodeErr == nil && c == vr.v.Receipt && !vr.cache.sigs.ReceiptSigned(c) {
 			// Kept for the signature check, which cuts its signing
 			// bytes from the block instead of encoding them again.
 			vr.receiptData = bytes.Clone(data)
@@ -1147,8 +1155,8 @@ func (vr *verifier) checkSignature(r *ledger.Receipt, trusted []ed25519.PublicKe
 	// signing bytes are cut from the block rather than encoded again;
 	// none are needed when a batch has verified this very block's.
 	var err error
-	if !ledger.SignedReceipt(vr.v.Receipt) {
-		err = r.VerifyEncodedSignature(vr.receiptData)
+	if !vr.cache.sigs.ReceiptSigned(vr.v.Receipt) {
+		err = r.VerifyEncodedSignature(vr.receiptData, vr.cache.sigs)
 	}
 	if err != nil {
 		vr.add(fail(CheckSignature, "signature by %s: %v", signer, err))
@@ -1172,34 +1180,14 @@ func (vr *verifier) checkSignature(r *ledger.Receipt, trusted []ed25519.PublicKe
 func (vr *verifier) packageGates(r *ledger.Receipt) ([]gate.Spec, []compiledGate, Check, error) {
 	// A package is immutable: its gates, once read and compiled, are
 	// the same for every receipt that names it.
-	pkgGates.Lock()
-	hit, ok := pkgGates.m[r.Package.Cid]
-	pkgGates.Unlock()
-	if ok {
+	if hit, ok := vr.cache.packageGates(r.Package.Cid); ok {
 		return hit.specs, hit.compiled, hit.check, nil
 	}
 	specs, compiled, check, err := vr.readPackageGates(r)
 	if err == nil && check.OK {
-		pkgGates.Lock()
-		if pkgGates.m == nil || len(pkgGates.m) > 256 {
-			pkgGates.m = map[cid.Cid]packageGateSet{}
-		}
-		pkgGates.m[r.Package.Cid] = packageGateSet{specs, compiled, check}
-		pkgGates.Unlock()
+		vr.cache.addPackageGates(r.Package.Cid, packageGateSet{specs, compiled, check})
 	}
 	return specs, compiled, check, err
-}
-
-type packageGateSet struct {
-	specs    []gate.Spec
-	compiled []compiledGate
-	check    Check
-}
-
-// pkgGates caches the gates of packages by the package tree's CID.
-var pkgGates struct {
-	sync.Mutex
-	m map[cid.Cid]packageGateSet
 }
 
 func (vr *verifier) readPackageGates(r *ledger.Receipt) ([]gate.Spec, []compiledGate, Check, error) {
@@ -1222,37 +1210,8 @@ func (vr *verifier) readPackageGates(r *ledger.Receipt) ([]gate.Spec, []compiled
 		}
 		seen[s.ID] = true
 	}
-	compiled := compileGates(data, specs)
+	compiled := vr.cache.compileGates(data, specs)
 	return specs, compiled, probs.check(CheckPackageGates, fmt.Sprintf("%d gates in %s of package %s", len(specs), haygent.GatesFile, r.Package.Cid)), nil
-}
-
-// gateCache keeps compiled gates by the digest of the gates.json they came
-// from: compiling CEL costs far more than evaluating it, and a scheduler
-// verifies many receipts of the same package. Compiled gates are immutable.
-var gateCache struct {
-	sync.Mutex
-	m map[[32]byte][]compiledGate
-}
-
-func compileGates(data []byte, specs []gate.Spec) []compiledGate {
-	key := sha256.Sum256(data)
-	gateCache.Lock()
-	c, ok := gateCache.m[key]
-	gateCache.Unlock()
-	if ok {
-		return c
-	}
-	c = make([]compiledGate, len(specs))
-	for i, s := range specs {
-		c[i].g, c[i].err = gate.Compile(s)
-	}
-	gateCache.Lock()
-	if gateCache.m == nil || len(gateCache.m) > 256 {
-		gateCache.m = map[[32]byte][]compiledGate{}
-	}
-	gateCache.m[key] = c
-	gateCache.Unlock()
-	return c
 }
 
 type compiledGate struct {
@@ -1586,7 +1545,7 @@ const CheckUpstream = "upstream receipts"
 // receipts gets one more check, "upstream receipts": each of them must
 // verify and be a PASS.
 func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) ([]*Verification, error) {
-	cv := NewChainVerifier(st, trusted, nil)
+	cv := NewChainVerifier(st, trusted, nil, nil)
 	if _, err := cv.Verify(ctx, receipt); err != nil {
 		return nil, err
 	}
@@ -1600,6 +1559,7 @@ type ChainVerifier struct {
 	st      cas.Store
 	trusted []ed25519.PublicKey
 	known   map[cid.Cid]bool
+	cache   *Cache
 
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
@@ -1616,9 +1576,13 @@ type chainEntry struct {
 // NewChainVerifier returns a verifier of receipts in st signed by one of
 // trusted. known, which may be nil and must not change afterwards, holds
 // closures the caller has verified (as [VerifyReceiptKnown] takes them):
-// a run's package trees, walked once instead of once per receipt.
-func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey, known map[cid.Cid]bool) *ChainVerifier {
-	return &ChainVerifier{st: st, trusted: trusted, known: known, memo: map[cid.Cid]*chainEntry{}}
+// a run's package trees, walked once instead of once per receipt. cache
+// is what its verifications remember (nil: a new [Cache] of its own).
+func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache) *ChainVerifier {
+	if cache == nil {
+		cache = NewCache()
+	}
+	return &ChainVerifier{st: st, trusted: trusted, known: known, cache: cache, memo: map[cid.Cid]*chainEntry{}}
 }
 
 // Verify verifies receipt and its upstream receipts, recursively, or
@@ -1659,7 +1623,7 @@ func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) 
 }
 
 func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
-	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, &cv.nodes)
+	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes)
 	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
 		return v, err
 	}

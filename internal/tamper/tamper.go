@@ -137,7 +137,7 @@ func (t *tamperer) relink(r *ledger.Receipt, ts []ledger.Transition) (cid.Cid, e
 
 func (t *tamperer) sign(r *ledger.Receipt) (cid.Cid, error) {
 	r.Signature = nil
-	if err := r.Sign(t.key); err != nil {
+	if err := r.Sign(t.key, nil); err != nil {
 		return cid.Undef, err
 	}
 	l, err := t.put(r)
@@ -259,7 +259,7 @@ func Rewrite(ctx context.Context, st cas.Store, receipt cid.Cid, key ed25519.Pri
 				if err := cas.Unmarshal(enc, &rc); err != nil {
 					return nil, err
 				}
-				if err := rc.Sign(key); err != nil {
+				if err := rc.Sign(key, nil); err != nil {
 					return nil, err
 				}
 				if enc, err = cas.Marshal(&rc); err != nil {

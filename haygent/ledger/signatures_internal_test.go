@@ -29,11 +29,12 @@ func TestSigCacheAnswersOnlyForWhatWasSigned(t *testing.T) {
 	key, other := newKey(t), newKey(t)
 	pub := key.Public().(ed25519.PublicKey)
 	msg := []byte("receipt bytes")
-	sig := sign(key, msg)
-	if !goodSigs.has(sigKey(pub, msg, sig)) {
-		t.Fatal("a signature this process made is not remembered")
+	s := NewSignatures()
+	sig := s.sign(key, msg)
+	if !s.sigs.has(sigKey(pub, msg, sig)) {
+		t.Fatal("a signature made through the cache is not remembered")
 	}
-	if !verifySig(pub, msg, sig) {
+	if !s.Verify(pub, msg, sig) {
 		t.Fatal("own signature does not verify")
 	}
 	flipped := append([]byte(nil), sig...)
@@ -50,7 +51,7 @@ func TestSigCacheAnswersOnlyForWhatWasSigned(t *testing.T) {
 	} {
 		// Twice: a refused signature must not be remembered either.
 		for range 2 {
-			if verifySig(c.pub, c.msg, c.sig) {
+			if s.Verify(c.pub, c.msg, c.sig) {
 				t.Errorf("%s: verifies", name)
 			}
 		}
@@ -64,14 +65,47 @@ func TestSigCacheRemembersCheckedSignatures(t *testing.T) {
 	msg := []byte("made by another process")
 	sig := ed25519.Sign(key, msg)
 	k := sigKey(pub, msg, sig)
-	if goodSigs.has(k) {
+	s := NewSignatures()
+	if s.sigs.has(k) {
 		t.Fatal("remembered before it was checked")
 	}
-	if !verifySig(pub, msg, sig) {
+	if !s.Verify(pub, msg, sig) {
 		t.Fatal("a good signature does not verify")
 	}
-	if !goodSigs.has(k) {
+	if !s.sigs.has(k) {
 		t.Fatal("a checked signature is not remembered")
+	}
+	if n, _ := s.Len(); n != 1 {
+		t.Fatalf("Len = %d signatures, want 1", n)
+	}
+}
+
+// Two caches share nothing: what one made or checked, the other checks in
+// full; and a nil cache remembers nothing yet checks as well.
+func TestSignaturesAreNotShared(t *testing.T) {
+	key := newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	msg := []byte("signed through one cache")
+	a, b := NewSignatures(), NewSignatures()
+	sig := a.sign(key, msg)
+	if n, _ := b.Len(); n != 0 {
+		t.Fatalf("the other cache holds %d signatures", n)
+	}
+	if !b.Verify(pub, msg, sig) {
+		t.Fatal("the other cache refuses a good signature")
+	}
+	bad := append([]byte(nil), sig...)
+	bad[5] ^= 1
+	var none *Signatures
+	if none.Verify(pub, msg, bad) || !none.Verify(pub, msg, sig) {
+		t.Fatal("a nil cache decides wrongly")
+	}
+	if n, r := none.Len(); n != 0 || r != 0 {
+		t.Fatal("a nil cache holds something")
+	}
+	_ = none.sign(key, msg)
+	if none.ReceiptSigned(cas.Sum(cas.DagCBOR, msg)) {
+		t.Fatal("a nil cache says a receipt is signed")
 	}
 }
 
@@ -95,11 +129,12 @@ func TestSigCacheIgnoresInconsistentKeys(t *testing.T) {
 	bad := append(ed25519.PrivateKey(nil), mine.Seed()...)
 	bad = append(bad, victim.Public().(ed25519.PublicKey)...)
 	msg := []byte("a receipt claiming the victim signed it")
-	sig := sign(bad, msg)
-	if verifySig(victim.Public().(ed25519.PublicKey), msg, sig) {
+	s := NewSignatures()
+	sig := s.sign(bad, msg)
+	if s.Verify(victim.Public().(ed25519.PublicKey), msg, sig) {
 		t.Fatal("a signature by a key with a borrowed public half verifies")
 	}
-	if consistentKey(bad) || !consistentKey(mine) {
+	if s.consistentKey(bad) || !s.consistentKey(mine) {
 		t.Fatal("consistentKey is wrong")
 	}
 }
@@ -131,10 +166,10 @@ func signedBlocks(t *testing.T, st cas.Store, key ed25519.PrivateKey, n int, alt
 	return out
 }
 
-func remembered(rs []cid.Cid) []bool {
+func remembered(s *Signatures, rs []cid.Cid) []bool {
 	var out []bool
 	for _, c := range rs {
-		out = append(out, SignedReceipt(c))
+		out = append(out, s.ReceiptSigned(c))
 	}
 	return out
 }
@@ -142,29 +177,28 @@ func remembered(rs []cid.Cid) []bool {
 // A batch that holds remembers every receipt in it; one bad signature
 // makes it remember none, and the bad one still fails its own check.
 func TestPrecheckSignatures(t *testing.T) {
-	ForgetSignatures()
-	defer ForgetSignatures()
+	s := NewSignatures()
 	ctx := context.Background()
 	st := memstore.New()
 	key := newKey(t)
 	good := signedBlocks(t, st, key, 5, func(int, []byte) {})
 	missing := cas.Sum(cas.DagCBOR, []byte("not stored"))
-	PrecheckSignatures(ctx, st, append(good, missing))
-	if got := remembered(good); slices.Contains(got, false) {
+	s.PrecheckReceipts(ctx, st, append(good, missing))
+	if got := remembered(s, good); slices.Contains(got, false) {
 		t.Fatalf("after a good batch, remembered %v", got)
 	}
-	if SignedReceipt(missing) {
+	if s.ReceiptSigned(missing) {
 		t.Fatal("a receipt that cannot be read is remembered")
 	}
 
-	ForgetSignatures()
+	s = NewSignatures()
 	bad := signedBlocks(t, st, key, 5, func(i int, sig []byte) {
 		if i == 3 {
 			sig[40] ^= 1
 		}
 	})
-	PrecheckSignatures(ctx, st, bad)
-	if got := remembered(bad); slices.Contains(got, true) {
+	s.PrecheckReceipts(ctx, st, bad)
+	if got := remembered(s, bad); slices.Contains(got, true) {
 		t.Fatalf("after a batch with a bad signature, remembered %v", got)
 	}
 	for i, c := range bad {
@@ -172,7 +206,7 @@ func TestPrecheckSignatures(t *testing.T) {
 			pub, _ := cas.BytesEntry(data, "signer")
 			sig, _ := cas.BytesEntry(data, "signature")
 			msg, _ := cas.WithoutEntry(data, "signature")
-			if ok := verifySig(pub, msg, sig); ok != (i != 3) {
+			if ok := s.Verify(pub, msg, sig); ok != (i != 3) {
 				t.Errorf("receipt %d: its own check says %v", i, ok)
 			}
 			return nil
