@@ -68,7 +68,6 @@ func workspaceDir(dir, p string) string {
 func storeWorkspaces(ctx context.Context, st cas.Store, plan *Plan, storeDir string) (*dag.WorkOrder, error) {
 	wo := plan.WorkOrder
 	var out *dag.WorkOrder
-	var pins map[string]cid.Cid
 	for _, name := range sortedNames(wo) {
 		n := wo.Nodes[name]
 		ws := n.Workspace
@@ -100,19 +99,11 @@ func storeWorkspaces(ctx context.Context, st cas.Store, plan *Plan, storeDir str
 				return nil, fmt.Errorf("node %q: store workspace %s: %w", name, dir, err)
 			}
 		case ws.Pin != "":
-			if pins == nil {
-				list, err := st.Pins(ctx)
-				if err != nil {
-					return nil, err
-				}
-				pins = map[string]cid.Cid{}
-				for _, p := range list {
-					pins[p.Name] = p.CID
-				}
-			}
-			var ok bool
-			if c, ok = pins[ws.Pin]; !ok {
+			var err error
+			if c, err = st.Pin(ctx, ws.Pin); errors.Is(err, cas.ErrNotFound) {
 				return nil, fmt.Errorf("node %q: workspace %s: no such pin in the store", name, ws)
+			} else if err != nil {
+				return nil, err
 			}
 			fallthrough
 		default:

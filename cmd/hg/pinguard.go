@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/haygent/hg/cas"
@@ -15,14 +16,15 @@ import (
 // pinnedElsewhere returns the root name pins, if it pins one other than c
 // (c undefined: any root at all).
 func pinnedElsewhere(ctx context.Context, st cas.Store, name string, c cid.Cid) (cid.Cid, bool, error) {
-	pins, err := st.Pins(ctx)
-	if err != nil {
+	old, err := st.Pin(ctx, name)
+	switch {
+	case errors.Is(err, cas.ErrNotFound):
+		return cid.Undef, false, nil
+	case err != nil:
 		return cid.Undef, false, err
 	}
-	for _, p := range pins {
-		if p.Name == name && (!c.Defined() || !p.CID.Equals(c)) {
-			return p.CID, true, nil
-		}
+	if !c.Defined() || !old.Equals(c) {
+		return old, true, nil
 	}
 	return cid.Undef, false, nil
 }

@@ -148,14 +148,9 @@ func resolve(ctx context.Context, st cas.Store, arg string) (cid.Cid, error) {
 		return c, nil
 	}
 	if cas.CheckPinName(arg) == nil {
-		pins, perr := st.Pins(ctx)
-		if perr != nil {
-			return cid.Undef, perr
-		}
-		for _, p := range pins {
-			if p.Name == arg {
-				return p.CID, nil
-			}
+		c, err := st.Pin(ctx, arg)
+		if err == nil || !errors.Is(err, cas.ErrNotFound) {
+			return c, err
 		}
 	}
 	return cid.Undef, usageError{fmt.Errorf("%q is neither a CID nor a pin name: %w", arg, cas.ErrBadCID)}
