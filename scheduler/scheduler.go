@@ -1031,12 +1031,13 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
 	}
+	inCID := cas.Sum(cas.DagCBOR, inData) // the input's, not its packet's
 	adapter := "none"
 	if e.s.opts.Adapter != nil {
 		adapter = e.s.opts.Adapter.Name() + "/" + e.s.opts.Adapter.Model()
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
+	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, inCID, strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
 	if given != nil {
 		// The tree the node starts from is part of its work; a node
 		// given none keeps the key it always had.
@@ -1121,7 +1122,8 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	// The receipt must be for this node's work: its package and its input,
 	// whatever engine ran it.
-	acc.Checks = append(acc.Checks, sameWork(v, pkgCID, inData, NodeRunID(e.rec.Run, name), upstream, wantWorkspace))
+	acc.Checks = append(acc.Checks, sameWorkCheck(v, &work{pkg: pkgCID, run: NodeRunID(e.rec.Run, name),
+		upstream: upstream, payload: inCID, workspace: wantWorkspace}))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
@@ -1178,45 +1180,17 @@ type memoHit struct {
 	blocks          cas.Packed // the work's blocks, for an entry this run made and has not stored yet
 }
 
-// sameWork checks that a verified receipt is for the package, input and
-// workspace the node asked for: its workspace snapshot is workspace, what
-// the package's read grants let it see of the tree it was given.
-func sameWork(v *verify.Verification, pkg cid.Cid, input []byte, run string, upstream []cid.Cid, workspace cid.Cid) CheckRec {
+// sameWorkCheck is the acceptance's check that a verified receipt is the
+// node's work w: its workspace snapshot is what the package's read grants
+// let it see of the tree it was given.
+func sameWorkCheck(v *verify.Verification, w *work) CheckRec {
 	c := CheckRec{Name: "same work"}
-	switch {
-	case v.Object == nil:
-		c.Detail = "the receipt cannot be read"
-		return c
-	case v.Object.Package.Cid != pkg:
-		c.Detail = fmt.Sprintf("receipt ran package %s, the node asked for %s", v.Object.Package.Cid, pkg)
-		return c
-	case v.Object.Run != run:
-		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", v.Object.Run, run)
-		return c
-	case v.Input == nil:
-		c.Detail = "the receipt's input packet cannot be read"
+	if c.Detail = sameWork(v, w, &acceptWords); c.Detail != "" {
 		return c
 	}
-	if got := linkCIDs(v.Input.Upstream); !sameCIDs(got, upstream) {
-		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the node was given %v", got, upstream)
-		return c
-	}
-	enc, err := cas.EncodeNode(v.Input.Payload)
-	if err != nil || string(enc) != string(input) {
-		c.Detail = "the receipt's input is not the node's input"
-		return c
-	}
-	if v.Object.Workspace == nil || v.Object.Workspace.Cid != workspace {
-		got := "none"
-		if v.Object.Workspace != nil {
-			got = v.Object.Workspace.Cid.String()
-		}
-		c.Detail = fmt.Sprintf("the receipt's workspace is %s, the node was given %s", got, workspace)
-		return c
-	}
-	c.OK, c.Detail = true, "package "+pkg.String()+" on the node's input"
-	if workspace != emptyWorkspace {
-		c.Detail += " and workspace " + workspace.String()
+	c.OK, c.Detail = true, "package "+w.pkg.String()+" on the node's input"
+	if w.workspace != emptyWorkspace {
+		c.Detail += " and workspace " + w.workspace.String()
 	}
 	return c
 }

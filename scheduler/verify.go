@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,48 +409,52 @@ func placeCheck(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, per
 		c.OK, c.Detail = true, "not checked: the node is "+n.State
 		return c, nil
 	}
-	r, in := rv.Object, rv.Input
-	if r == nil || in == nil {
-		c.Detail = "the receipt or its input packet cannot be read"
+	w, err := placeWork(ctx, st, cv, perms, rec, wo, packages[n.Name], n)
+	if err != nil {
+		return c, err
+	}
+	if c.Detail = sameWork(rv, w, &placeWords); c.Detail != "" {
 		return c, nil
 	}
-	pkg := packages[n.Name]
-	if r.Package.Cid != pkg {
-		c.Detail = fmt.Sprintf("the receipt ran package %s, the work order names %s", r.Package.Cid, pkg)
-		return c, nil
+	c.OK, c.Detail = true, fmt.Sprintf("package and input of node %s, built from %d upstream receipts", n.Name, len(wo.Upstream(n.Name)))
+	if w.workspace != emptyWorkspace {
+		c.Detail += ", on workspace " + w.workspace.String()
 	}
-	if want := NodeRunID(rec.Run, n.Name); !n.Memo && r.Run != want {
-		c.Detail = fmt.Sprintf("the receipt is of run %q, not %q", r.Run, want)
-		return c, nil
+	return c, nil
+}
+
+// placeWork rebuilds a done node's work from the stored run: package pkg,
+// its input built from the outputs of the upstream receipts the record
+// holds, and its workspace as the Work Order gives it. A memo hit's
+// receipt may be of another run, on other upstream receipts. err is only
+// for ctx.
+func placeWork(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, perms *permCache, rec *Record, wo *dag.WorkOrder, pkg cid.Cid, n NodeRecord) (*work, error) {
+	w := &work{pkg: pkg, anyUpstream: n.Memo}
+	if !n.Memo {
+		w.run = NodeRunID(rec.Run, n.Name)
 	}
 	// The upstream receipts the input was built from, and the outputs
 	// they hand on.
 	needs := wo.Upstream(n.Name)
 	outputs := map[string]any{}
-	var want []cid.Cid
 	for _, up := range needs {
 		u := rec.node(up)
 		if u == nil || u.State != dag.Done || u.Receipt == nil {
-			c.Detail = fmt.Sprintf("it needs %s, which is not done", up)
-			return c, nil
+			w.why = fmt.Sprintf("it needs %s, which is not done", up)
+			return w, nil
 		}
-		want = append(want, u.Receipt.Cid)
-	}
-	got := linkCIDs(in.Upstream)
-	if !n.Memo && !sameCIDs(got, want) {
-		c.Detail = fmt.Sprintf("its input records upstream receipts %v, the nodes it needs returned %v", got, want)
-		return c, nil
+		w.upstream = append(w.upstream, u.Receipt.Cid)
 	}
 	// With a memo hit the upstream receipts may be an earlier run's: the
 	// input must still be what this run's upstream outputs make.
 	for _, up := range needs {
 		uv, err := cv.Verify(ctx, rec.node(up).Receipt.Cid)
 		if err != nil {
-			return c, err
+			return nil, err
 		}
 		if uv == nil || uv.Output == nil {
-			c.Detail = fmt.Sprintf("the output of %s cannot be read", up)
-			return c, nil
+			w.why = fmt.Sprintf("the output of %s cannot be read", up)
+			return w, nil
 		}
 		outputs[up] = uv.Output.Payload
 	}
@@ -459,36 +462,14 @@ func placeCheck(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, per
 		return dag.Lookup(outputs[from], pointer)
 	})
 	if err != nil {
-		c.Detail = fmt.Sprintf("its input cannot be built from the upstream outputs: %v", err)
-		return c, nil
+		w.why = fmt.Sprintf("its input cannot be built from the upstream outputs: %v", err)
+		return w, nil
 	}
-	wantIn, err1 := cas.EncodeNode(cas.FromJSON(input))
-	gotIn, err2 := cas.EncodeNode(in.Payload)
-	if err1 != nil || err2 != nil || string(wantIn) != string(gotIn) {
-		c.Detail = "the receipt's input is not the one the work order builds from the upstream outputs"
-		return c, nil
-	}
-	wantWS, why, err := expectedWorkspace(ctx, st, cv, perms, rec, wo.Nodes[n.Name].Workspace, pkg)
-	if err != nil {
-		return c, err
-	}
-	if why != "" {
-		c.Detail = why
-		return c, nil
-	}
-	if r.Workspace == nil || r.Workspace.Cid != wantWS {
-		got := "none"
-		if r.Workspace != nil {
-			got = r.Workspace.Cid.String()
-		}
-		c.Detail = fmt.Sprintf("the receipt's workspace is %s, what the work order gives the node is %s", got, wantWS)
-		return c, nil
-	}
-	c.OK, c.Detail = true, fmt.Sprintf("package and input of node %s, built from %d upstream receipts", n.Name, len(needs))
-	if wantWS != emptyWorkspace {
-		c.Detail += ", on workspace " + wantWS.String()
-	}
-	return c, nil
+	if enc, err := cas.EncodeNode(cas.FromJSON(input)); err == nil {
+		w.payload = cas.Sum(cas.DagCBOR, enc)
+	} // else no receipt's input is it
+	w.workspace, w.why, err = expectedWorkspace(ctx, st, cv, perms, rec, wo.Nodes[n.Name].Workspace, pkg)
+	return w, err
 }
 
 // expectedWorkspace rebuilds the workspace snapshot a node's receipt must
@@ -590,26 +571,6 @@ func readTreeFile(ctx context.Context, st cas.Store, c cid.Cid, name string) ([]
 		return buf.Bytes(), nil
 	}
 	return nil, fmt.Errorf("no %s", name)
-}
-
-// linkCIDs returns the CIDs of links.
-func linkCIDs(links []cas.Link) []cid.Cid {
-	out := make([]cid.Cid, len(links))
-	for i, l := range links {
-		out[i] = l.Cid
-	}
-	return out
-}
-
-func sameCIDs(a, b []cid.Cid) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	a, b = slices.Clone(a), slices.Clone(b)
-	cmp := func(x, y cid.Cid) int { return strings.Compare(x.KeyString(), y.KeyString()) }
-	slices.SortFunc(a, cmp)
-	slices.SortFunc(b, cmp)
-	return slices.Equal(a, b)
 }
 
 // eventsByNode groups the record's events by node, and checks that each
