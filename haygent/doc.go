@@ -20,8 +20,15 @@
 // trusted keys alone), haygent/replay (running it again with the recorded
 // slot answers) and haygent/report (rendering a ledger for people).
 //
-// Files of one concept: run.go (the runtime), isolation.go and gocache.go
-// (what exec steps are given), reportorigin.go (a report only its step
-// wrote), largevalue.go (packets over the block limit), package.go and
-// steplint.go (the package and its lint).
+// Files of one concept: run.go (Options, Run, the walk of the spine and
+// its repair loop), record.go (what a run writes to its ledger: packets,
+// transitions, evidence), exec.go (exec steps: the scratch copy, the
+// sandbox, the evidence of the exit, the test report and the changes),
+// builtin.go (the builtin steps), slots.go (asking the adapter, verifying
+// proposals), gates.go (evaluating the gates), finish.go (the receipt:
+// built, signed, stored; the halt), snapshot.go (the workspace as the run
+// stores it), isolation.go and gocache.go (what exec steps are given),
+// reportorigin.go (a report only its step wrote), largevalue.go (packets
+// over the block limit), package.go and steplint.go (the package and its
+// lint).
 package haygent
