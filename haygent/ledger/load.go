@@ -47,51 +47,42 @@ func LoadTyped(ctx context.Context, st cas.Store, c cid.Cid, v any) error {
 }
 
 // LoadLedger reads a receipt and its transition chain, evidence, gate
-// results and slot calls.
+// results and slot calls ([ReadChain]). Any object that cannot be read,
+// or is not of its type, is an error: a report shows a whole ledger or
+// none.
 func LoadLedger(ctx context.Context, st cas.Store, c cid.Cid) (*Ledger, error) {
 	r, err := LoadReceipt(ctx, st, c)
 	if err != nil {
 		return nil, err
 	}
 	l := &Ledger{ReceiptCID: c, Receipt: r, Evidence: map[cid.Cid]*Evidence{}, Gates: map[cid.Cid]*GateResult{}, SlotCalls: map[cid.Cid]*SlotCall{}}
-	next := &r.Head
-	for next != nil {
-		var t Transition
-		if err := LoadTyped(ctx, st, next.Cid, &t); err != nil {
-			return nil, err
+	read := func(c cid.Cid, what, typ string, v any) (bool, error) {
+		if err := LoadTyped(ctx, st, c, v); err != nil {
+			return false, err
 		}
-		if t.Type != TypeTransition {
-			return nil, fmt.Errorf("%s is not a transition: %w", next.Cid, cas.ErrInvalid)
+		if got := TypeOf(v); got != typ {
+			return false, fmt.Errorf("%s is a %q, not a %s: %w", c, got, what, cas.ErrInvalid)
 		}
-		l.Transitions = append(l.Transitions, &t)
-		if int64(len(l.Transitions)) > r.Transitions {
-			return nil, fmt.Errorf("receipt %s: the chain is longer than the %d transitions it claims: %w", c, r.Transitions, cas.ErrInvalid)
-		}
-		next = t.Prior
-		for _, e := range t.Evidence {
-			var ev Evidence
-			if err := LoadTyped(ctx, st, e.Cid, &ev); err != nil {
-				return nil, err
-			}
-			l.Evidence[e.Cid] = &ev
-		}
-		for _, g := range t.Gates {
-			var gr GateResult
-			if err := LoadTyped(ctx, st, g.Cid, &gr); err != nil {
-				return nil, err
-			}
-			l.Gates[g.Cid] = &gr
-		}
-		for _, s := range t.SlotCalls {
-			var sc SlotCall
-			if err := LoadTyped(ctx, st, s.Cid, &sc); err != nil {
-				return nil, err
-			}
-			l.SlotCalls[s.Cid] = &sc
-		}
+		return true, nil
 	}
-	for i, j := 0, len(l.Transitions)-1; i < j; i, j = i+1, j-1 {
-		l.Transitions[i], l.Transitions[j] = l.Transitions[j], l.Transitions[i]
+	chain, problems, _, err := ReadChain(r, read, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("receipt %s: %s: %w", c, problems[0], cas.ErrInvalid)
+	}
+	for _, n := range chain {
+		l.Transitions = append(l.Transitions, n.T)
+		for i, e := range n.T.Evidence {
+			l.Evidence[e.Cid] = n.Evidence[i]
+		}
+		for i, g := range n.T.Gates {
+			l.Gates[g.Cid] = n.Gates[i]
+		}
+		for i, s := range n.T.SlotCalls {
+			l.SlotCalls[s.Cid] = n.SlotCalls[i]
+		}
 	}
 	l.Tails = loadTails(ctx, st, l)
 	return l, nil

@@ -612,18 +612,9 @@ func (vr *verifier) node(c cid.Cid, what, typ string) error {
 	return nil
 }
 
-// tnode is one transition of the chain and what it links, as read.
-type tnode struct {
-	cid       cid.Cid
-	t         *ledger.Transition
-	evidence  []*ledger.Evidence   // parallel to t.Evidence; nil where unreadable
-	gates     []*ledger.GateResult // parallel to t.Gates; nil where unreadable
-	slotCalls []*ledger.SlotCall   // parallel to t.SlotCalls; nil where unreadable
-}
-
 // evaluation is what one gates transition's verdicts are recomputed from.
 type evaluation struct {
-	node       *tnode
+	node       *ledger.ChainNode
 	evidence   []gate.Evidence
 	lastChange map[string]time.Time
 	stale      map[string]string // evidence ref -> why its workspace changed
@@ -645,7 +636,7 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	var chain []*tnode
+	var chain []*ledger.ChainNode
 	var chainProbs problems
 	var complete bool
 	if ok {
@@ -723,13 +714,13 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 // runtime's own rule, at the instant the runtime used it: the signature,
 // the approver among the package's, the subject, and the window from
 // issue to expiry. What the runtime recorded must agree.
-func (vr *verifier) checkApprovals(r *ledger.Receipt, chain []*tnode) error {
+func (vr *verifier) checkApprovals(r *ledger.Receipt, chain []*ledger.ChainNode) error {
 	var probs problems
 	used := 0
 	var approvers []string
 	approversRead := false
 	for _, n := range chain {
-		for i, ev := range n.evidence {
+		for i, ev := range n.Evidence {
 			if ev == nil || ev.Kind != evidence.KindApproval {
 				continue
 			}
@@ -744,7 +735,7 @@ func (vr *verifier) checkApprovals(r *ledger.Receipt, chain []*tnode) error {
 					probs.add("the package's approvers cannot be read: %s", why)
 				}
 			}
-			where := fmt.Sprintf("seq %d (step %s) evidence %s", n.t.Seq, n.t.Step, n.t.Evidence[i].Cid)
+			where := fmt.Sprintf("seq %d (step %s) evidence %s", n.T.Seq, n.T.Step, n.T.Evidence[i].Cid)
 			a, observed, valid, ok := ledger.ApprovalFromEvidence(ev.Data)
 			at, err := time.Parse(time.RFC3339Nano, ev.ObservedAt)
 			if !ok || err != nil {
@@ -779,93 +770,32 @@ func (vr *verifier) packageApprovers(pkg cid.Cid) ([]string, string, error) {
 	return m.Approvers, "", nil
 }
 
-// readChain follows Head through Prior. It returns the transitions oldest
-// first, the problems met on the way, and whether the chain was read to a
-// transition without Prior.
-func (vr *verifier) readChain(r *ledger.Receipt) ([]*tnode, problems, bool, error) {
-	var probs problems
-	var chain []*tnode
-	limit := max(r.Transitions, 0)
-	next := &r.Head
-	complete := true
-	for next != nil {
-		if int64(len(chain)) >= limit {
-			probs.add("the chain is longer than the %d transitions the receipt counts: transition %s is one too many", r.Transitions, next.Cid)
-			complete = false
-			break
-		}
-		var t ledger.Transition
-		ok, err := vr.object(next.Cid, "transition", ledger.TypeTransition, &t)
-		if err != nil {
-			return nil, probs, false, err
-		}
-		if !ok {
-			where := "the head"
-			if len(chain) > 0 {
-				where = fmt.Sprintf("the prior of seq %d", chain[len(chain)-1].t.Seq)
+// readChain reads the receipt's chain ([ledger.ReadChain]) and checks
+// the packets and permission snapshot each transition links, which the
+// checks that follow do not read.
+func (vr *verifier) readChain(r *ledger.Receipt) ([]*ledger.ChainNode, problems, bool, error) {
+	chain, list, complete, err := ledger.ReadChain(r, vr.object, func(n *ledger.ChainNode) error {
+		for _, sc := range n.SlotCalls {
+			if sc == nil {
+				continue
 			}
-			probs.add("transition %s (%s) cannot be read, so the chain cannot be followed past it", next.Cid, where)
-			complete = false
-			break
-		}
-		n := &tnode{cid: next.Cid, t: &t}
-		for _, l := range t.Evidence {
-			var ev ledger.Evidence
-			ok, err := vr.object(l.Cid, "evidence", ledger.TypeEvidence, &ev)
-			if err != nil {
-				return nil, probs, false, err
+			if err := vr.packet(sc.Projection.Cid, "projection packet"); err != nil {
+				return err
 			}
-			if ok {
-				n.evidence = append(n.evidence, &ev)
-			} else {
-				n.evidence = append(n.evidence, nil)
-			}
-		}
-		for _, l := range t.Gates {
-			var g ledger.GateResult
-			ok, err := vr.object(l.Cid, "gate result", ledger.TypeGate, &g)
-			if err != nil {
-				return nil, probs, false, err
-			}
-			if ok {
-				n.gates = append(n.gates, &g)
-			} else {
-				n.gates = append(n.gates, nil)
-			}
-		}
-		for _, l := range t.SlotCalls {
-			var sc ledger.SlotCall
-			ok, err := vr.object(l.Cid, "slot call", ledger.TypeSlotCall, &sc)
-			if err != nil {
-				return nil, probs, false, err
-			}
-			if ok {
-				n.slotCalls = append(n.slotCalls, &sc)
-				if err := vr.packet(sc.Projection.Cid, "projection packet"); err != nil {
-					return nil, probs, false, err
+			if sc.Proposal != nil {
+				if err := vr.packet(sc.Proposal.Cid, "proposal packet"); err != nil {
+					return err
 				}
-				if sc.Proposal != nil {
-					if err := vr.packet(sc.Proposal.Cid, "proposal packet"); err != nil {
-						return nil, probs, false, err
-					}
-				}
-			} else {
-				n.slotCalls = append(n.slotCalls, nil)
 			}
 		}
-		for _, p := range []cas.Link{t.Input, t.Output} {
+		for _, p := range []cas.Link{n.T.Input, n.T.Output} {
 			if err := vr.packet(p.Cid, "packet"); err != nil {
-				return nil, probs, false, err
+				return err
 			}
 		}
-		if err := vr.node(t.Permissions.Cid, "permission snapshot", "hg/permissions@1"); err != nil {
-			return nil, probs, false, err
-		}
-		chain = append(chain, n)
-		next = t.Prior
-	}
-	slices.Reverse(chain)
-	return chain, probs, complete, nil
+		return vr.node(n.T.Permissions.Cid, "permission snapshot", "hg/permissions@1")
+	})
+	return chain, problems{list}, complete, err
 }
 
 // packet checks the packet c, which the checks that follow do not read.
@@ -946,29 +876,29 @@ func (vr *verifier) finalTree(r *ledger.Receipt) error {
 	return nil
 }
 
-func (vr *verifier) checkChain(r *ledger.Receipt, chain []*tnode, probs problems, complete bool) {
+func (vr *verifier) checkChain(r *ledger.Receipt, chain []*ledger.ChainNode, probs problems, complete bool) {
 	for i, n := range chain {
-		t := n.t
+		t := n.T
 		if complete {
 			switch {
 			case i == 0 && t.Seq != 0:
-				probs.add("the first transition %s has seq %d, want 0", n.cid, t.Seq)
+				probs.add("the first transition %s has seq %d, want 0", n.CID, t.Seq)
 			case i > 0:
-				prev := chain[i-1].t.Seq
+				prev := chain[i-1].T.Seq
 				switch {
 				case t.Seq == prev:
-					probs.add("seq %d is repeated (transition %s)", t.Seq, n.cid)
+					probs.add("seq %d is repeated (transition %s)", t.Seq, n.CID)
 				case t.Seq < prev:
-					probs.add("seq %d (transition %s) follows seq %d: out of order", t.Seq, n.cid, prev)
+					probs.add("seq %d (transition %s) follows seq %d: out of order", t.Seq, n.CID, prev)
 				case t.Seq > prev+1:
-					probs.add("seq %d (transition %s) follows seq %d: a gap", t.Seq, n.cid, prev)
+					probs.add("seq %d (transition %s) follows seq %d: a gap", t.Seq, n.CID, prev)
 				}
 			}
 		}
 		if t.Run != r.Run {
-			probs.add("transition seq %d (%s) belongs to run %q, not %q", t.Seq, n.cid, t.Run, r.Run)
+			probs.add("transition seq %d (%s) belongs to run %q, not %q", t.Seq, n.CID, t.Run, r.Run)
 		}
-		for j, ev := range n.evidence {
+		for j, ev := range n.Evidence {
 			l := t.Evidence[j].Cid
 			switch {
 			case ev == nil:
@@ -979,11 +909,11 @@ func (vr *verifier) checkChain(r *ledger.Receipt, chain []*tnode, probs problems
 				probs.add("evidence %s in transition seq %d was observed by step %q attempt %d, not step %q attempt %d", l, t.Seq, ev.Step, ev.Attempt, t.Step, t.Attempt)
 			}
 		}
-		if t.Kind == "gates" && !ledger.OnlyWorkspace(n.evidence) {
-			probs.add("gates transition seq %d (%s) records evidence other than one observation of the workspace; gates only read it", t.Seq, n.cid)
+		if t.Kind == "gates" && !ledger.OnlyWorkspace(n.Evidence) {
+			probs.add("gates transition seq %d (%s) records evidence other than one observation of the workspace; gates only read it", t.Seq, n.CID)
 		}
 		if t.Kind != "gates" && len(t.Gates) > 0 {
-			probs.add("transition seq %d (%s) of kind %q records gate results; only gates transitions do", t.Seq, n.cid, t.Kind)
+			probs.add("transition seq %d (%s) of kind %q records gate results; only gates transitions do", t.Seq, n.CID, t.Kind)
 		}
 	}
 	if complete {
@@ -991,7 +921,7 @@ func (vr *verifier) checkChain(r *ledger.Receipt, chain []*tnode, probs problems
 			probs.add("the chain holds %d transitions, the receipt counts %d", len(chain), r.Transitions)
 		}
 		if len(chain) > 0 {
-			if head := chain[len(chain)-1].t; head.Seq != r.Transitions-1 {
+			if head := chain[len(chain)-1].T; head.Seq != r.Transitions-1 {
 				probs.add("the head transition %s has seq %d, want %d (the receipt counts %d transitions)", r.Head.Cid, head.Seq, r.Transitions-1, r.Transitions)
 			}
 		}
@@ -1033,7 +963,7 @@ func deniedString(d ledger.Denied) string {
 	return d.Verb + ":" + d.Kind + ":" + d.Target + " by " + d.Rule
 }
 
-func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*tnode, complete bool) {
+func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*ledger.ChainNode, complete bool) {
 	if !complete {
 		vr.add(fail(CheckIndex, "not checked: the transition chain cannot be read in full"))
 		return
@@ -1044,7 +974,7 @@ func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*tnode, complete bool)
 	var denied []ledger.Denied
 	var otherPkg, otherPerm []string
 	for _, n := range chain {
-		t := n.t
+		t := n.T
 		steps = append(steps, ledger.StepRun{Step: t.Step, Kind: t.Kind, Attempt: t.Attempt, Status: t.Status})
 		evidence = append(evidence, t.Evidence...)
 		slotCalls = append(slotCalls, t.SlotCalls...)
@@ -1081,7 +1011,7 @@ func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*tnode, complete bool)
 		}
 	}
 	if len(chain) > 0 {
-		if head := chain[len(chain)-1].t; r.Repairs != head.Attempt {
+		if head := chain[len(chain)-1].T; r.Repairs != head.Attempt {
 			probs.add("the receipt counts %d repairs, the head transition is attempt %d", r.Repairs, head.Attempt)
 		}
 	}
@@ -1106,23 +1036,23 @@ func (vr *verifier) checkIndex(r *ledger.Receipt, chain []*tnode, complete bool)
 // change (no mutation evidence) and no evaluation observed the
 // workspace, it is the workspace the run started from. A receipt without
 // one (made before it was recorded) has nothing to check.
-func finalWorkspaceProblem(r *ledger.Receipt, chain []*tnode) string {
+func finalWorkspaceProblem(r *ledger.Receipt, chain []*ledger.ChainNode) string {
 	if r.FinalWorkspace == nil || len(chain) == 0 {
 		return ""
 	}
 	head := chain[len(chain)-1]
-	if head.t.Kind == "gates" {
-		for _, ev := range head.evidence {
+	if head.T.Kind == "gates" {
+		for _, ev := range head.Evidence {
 			if ev != nil && ev.Kind == ledger.KindWorkspace && ev.Workspace != nil {
 				if ev.Workspace.Cid != r.FinalWorkspace.Cid {
-					return fmt.Sprintf("the final workspace is %s, but the head transition (seq %d, the last evaluation of the gates) observed %s", r.FinalWorkspace.Cid, head.t.Seq, ev.Workspace.Cid)
+					return fmt.Sprintf("the final workspace is %s, but the head transition (seq %d, the last evaluation of the gates) observed %s", r.FinalWorkspace.Cid, head.T.Seq, ev.Workspace.Cid)
 				}
 				return ""
 			}
 		}
 	}
 	for _, n := range chain {
-		for _, ev := range n.evidence {
+		for _, ev := range n.Evidence {
 			if ev == nil || ev.Kind == evidence.KindMutation || ev.Kind == ledger.KindWorkspace {
 				return "" // a change was applied, or observed: checked above or not at all
 			}
@@ -1281,7 +1211,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // finalVerdicts is what the final gate evaluation recorded and recomputed.
 type finalVerdicts struct {
 	exists   bool              // the chain holds a gates transition
-	node     *tnode            // the last gates transition
+	node     *ledger.ChainNode // the last gates transition
 	verdicts map[string]string // gate id -> recomputed verdict
 	recorded map[string]string // gate id -> recorded verdict
 	unusable []string          // why the final evaluation could not be recomputed
@@ -1289,7 +1219,7 @@ type finalVerdicts struct {
 
 // checkGates recomputes every gates transition's verdicts and adds one check
 // per gate. It returns what the final evaluation recomputed.
-func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec, compiled []compiledGate, pkgOK bool) (*finalVerdicts, error) {
+func (vr *verifier) checkGates(chain []*ledger.ChainNode, complete bool, specs []gate.Spec, compiled []compiledGate, pkgOK bool) (*finalVerdicts, error) {
 	final := &finalVerdicts{verdicts: map[string]string{}, recorded: map[string]string{}}
 	if !complete {
 		final.unusable = append(final.unusable, "the transition chain cannot be read in full")
@@ -1305,10 +1235,10 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 	var vouchings []ledger.Vouching // command evidence and the workspace it vouches for
 	var seen cid.Cid                // the workspace the current gates transition observed
 	for _, n := range chain {
-		for j, ev := range n.evidence {
-			l := n.t.Evidence[j].Cid
+		for j, ev := range n.Evidence {
+			l := n.T.Evidence[j].Cid
 			if ev == nil {
-				unusable = append(unusable, fmt.Sprintf("evidence %s (transition seq %d) cannot be read", l, n.t.Seq))
+				unusable = append(unusable, fmt.Sprintf("evidence %s (transition seq %d) cannot be read", l, n.T.Seq))
 				continue
 			}
 			at, err := time.Parse(time.RFC3339Nano, ev.ObservedAt)
@@ -1322,13 +1252,13 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 			}
 			switch {
 			case ev.Workspace == nil:
-			case ev.Kind == ledger.KindWorkspace && n.t.Kind == "gates":
+			case ev.Kind == ledger.KindWorkspace && n.T.Kind == "gates":
 				seen = ev.Workspace.Cid
 			case ev.Scope != nil:
 				vouchings = append(vouchings, ledger.Vouching{Ref: l.String(), Step: ev.Step, Workspace: ev.Workspace.Cid, Scope: *ev.Scope})
 			}
 		}
-		if n.t.Kind == "gates" {
+		if n.T.Kind == "gates" {
 			e := &evaluation{
 				node: n, evidence: slices.Clone(evs), lastChange: maps.Clone(lastChange),
 				unusable: slices.Clone(unusable),
@@ -1339,7 +1269,7 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 				var err error
 				switch {
 				case !seen.Defined():
-					e.unusable = append(e.unusable, fmt.Sprintf("gates transition seq %d observed no workspace, so the freshness of command evidence cannot be judged", n.t.Seq))
+					e.unusable = append(e.unusable, fmt.Sprintf("gates transition seq %d observed no workspace, so the freshness of command evidence cannot be judged", n.T.Seq))
 				default:
 					if e.stale, err = ledger.StaleEvidence(vr.ctx, vr.st, vouchings, seen); err != nil {
 						e.unusable = append(e.unusable, "workspace freshness: "+err.Error())
@@ -1365,7 +1295,7 @@ func (vr *verifier) checkGates(chain []*tnode, complete bool, specs []gate.Spec,
 
 // recompute adds the gate checks of one evaluation.
 func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compiledGate, pkgOK bool, final *finalVerdicts) {
-	t := e.node.t
+	t := e.node.T
 	name := func(id string) string {
 		if e.final {
 			return CheckGatePrefix + id
@@ -1377,7 +1307,7 @@ func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compi
 	// the transition records.
 	var now time.Time
 	var nowProblem string
-	for j, g := range e.node.gates {
+	for j, g := range e.node.Gates {
 		if g == nil {
 			continue
 		}
@@ -1392,7 +1322,7 @@ func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compi
 		}
 	}
 	recordedIDs := map[string]bool{}
-	for j, g := range e.node.gates {
+	for j, g := range e.node.Gates {
 		l := t.Gates[j].Cid
 		if g == nil {
 			add(fail(name("result "+l.String()), "gate result %s of transition seq %d cannot be read", l, t.Seq))
@@ -1455,7 +1385,7 @@ func (vr *verifier) recompute(e *evaluation, specs []gate.Spec, compiled []compi
 	}
 }
 
-func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*tnode, complete bool, specs []gate.Spec, pkgOK bool, final *finalVerdicts) {
+func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*ledger.ChainNode, complete bool, specs []gate.Spec, pkgOK bool, final *finalVerdicts) {
 	var probs problems
 	switch r.Status {
 	case ledger.StatusPass:
@@ -1474,7 +1404,7 @@ func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*tnode, complete bool
 			probs.add("PASS but the chain holds no gate evaluation")
 		default:
 			if head := chain[len(chain)-1]; head != final.node {
-				probs.add("PASS but transition seq %d (%s) ran after the final gate evaluation (seq %d)", head.t.Seq, head.t.Kind, final.node.t.Seq)
+				probs.add("PASS but transition seq %d (%s) ran after the final gate evaluation (seq %d)", head.T.Seq, head.T.Kind, final.node.T.Seq)
 			}
 			if !pkgOK {
 				probs.add("PASS cannot be confirmed: the package's gates cannot be read")
@@ -1486,7 +1416,7 @@ func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*tnode, complete bool
 				rec, got := final.recorded[s.ID], final.verdicts[s.ID]
 				switch {
 				case rec == "":
-					probs.add("PASS but gate %s has no recorded result in the final evaluation (seq %d)", s.ID, final.node.t.Seq)
+					probs.add("PASS but gate %s has no recorded result in the final evaluation (seq %d)", s.ID, final.node.T.Seq)
 				case got == "":
 					probs.add("PASS but gate %s (recorded %s) could not be recomputed", s.ID, rec)
 				case got != string(gate.Pass) || rec != string(gate.Pass):
@@ -1509,9 +1439,9 @@ func (vr *verifier) checkStatus(r *ledger.Receipt, chain []*tnode, complete bool
 			case !final.exists:
 				probs.add("the halt names failed gate %s, but the chain holds no gate evaluation", h.FailedGate)
 			case !ok:
-				probs.add("the halt names failed gate %s (%s), which the final evaluation (seq %d) does not recompute", h.FailedGate, h.Verdict, final.node.t.Seq)
+				probs.add("the halt names failed gate %s (%s), which the final evaluation (seq %d) does not recompute", h.FailedGate, h.Verdict, final.node.T.Seq)
 			case got != h.Verdict || got == string(gate.Pass):
-				probs.add("the halt names failed gate %s with %s, but it is recomputed %s in the final evaluation (seq %d)", h.FailedGate, h.Verdict, got, final.node.t.Seq)
+				probs.add("the halt names failed gate %s with %s, but it is recomputed %s in the final evaluation (seq %d)", h.FailedGate, h.Verdict, got, final.node.T.Seq)
 			}
 		}
 	default:
