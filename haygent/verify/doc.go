@@ -6,4 +6,11 @@
 // approvals hold at their time of use, and the status follows. See
 // [VerifyReceipt] for the full list and what is not checked, and
 // [ChainVerifier] for a receipt with its upstream receipts.
+//
+// Files of one concept: verify.go (the API, the table and the order of the
+// checks), blocks.go (walking and strictly decoding the closure), chain.go
+// (the chain and the receipt's index of it), signature.go (signature, trust,
+// approvals), gates.go (the package's gates recomputed over the recorded
+// evidence), status.go, chainverifier.go (upstream receipts), outlined.go
+// (values stored out of line), cache.go (what verifications share).
 package verify

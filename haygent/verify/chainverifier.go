@@ -1,0 +1,132 @@
+package verify
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/ipfs/go-cid"
+)
+
+// CheckUpstream is the check [VerifyReceiptChain] adds to a receipt whose
+// input records upstream receipts.
+const CheckUpstream = "upstream receipts"
+
+// VerifyReceiptChain verifies receipt and, recursively, every upstream
+// receipt its input packet records (the accepted receipts of a Work
+// Order's nodes its input was built from), each once. It returns their
+// verifications upstream first, receipt last. A receipt with upstream
+// receipts gets one more check, "upstream receipts": each of them must
+// verify and be a PASS.
+func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) ([]*Verification, error) {
+	cv := NewChainVerifier(st, trusted, nil, nil)
+	if _, err := cv.Verify(ctx, receipt); err != nil {
+		return nil, err
+	}
+	return cv.All(), nil
+}
+
+// ChainVerifier verifies receipts with their upstream receipts, each
+// receipt once however many receipts name it, and is safe for concurrent
+// use: a run's nodes can be verified on every core.
+type ChainVerifier struct {
+	st      cas.Store
+	trusted []ed25519.PublicKey
+	known   map[cid.Cid]bool
+	cache   *Cache
+
+	mu    sync.Mutex
+	memo  map[cid.Cid]*chainEntry
+	order []*Verification
+	nodes sync.Map // untyped objects decoded, shared by the receipts
+}
+
+type chainEntry struct {
+	done chan struct{}
+	v    *Verification
+	err  error
+}
+
+// NewChainVerifier returns a verifier of receipts in st signed by one of
+// trusted. known, which may be nil and must not change afterwards, holds
+// closures the caller has verified (as [VerifyReceiptKnown] takes them):
+// a run's package trees, walked once instead of once per receipt. cache
+// is what its verifications remember (nil: a new [Cache] of its own).
+func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache) *ChainVerifier {
+	if cache == nil {
+		cache = NewCache()
+	}
+	return &ChainVerifier{st: st, trusted: trusted, known: known, cache: cache, memo: map[cid.Cid]*chainEntry{}}
+}
+
+// Verify verifies receipt and its upstream receipts, recursively, or
+// returns the verification made before. A receipt that is its own
+// upstream, through any number of links (impossible with honest hashes),
+// fails "upstream receipts" instead of waiting for itself.
+func (cv *ChainVerifier) Verify(ctx context.Context, receipt cid.Cid) (*Verification, error) {
+	return cv.verify(ctx, receipt, nil)
+}
+
+func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
+	if slices.Contains(path, c) {
+		return nil, nil
+	}
+	cv.mu.Lock()
+	e, ok := cv.memo[c]
+	if !ok {
+		e = &chainEntry{done: make(chan struct{})}
+		cv.memo[c] = e
+	}
+	cv.mu.Unlock()
+	if ok {
+		select {
+		case <-e.done:
+			return e.v, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer close(e.done)
+	e.v, e.err = cv.verifyOne(ctx, c, append(path, c))
+	if e.err == nil {
+		cv.mu.Lock()
+		cv.order = append(cv.order, e.v)
+		cv.mu.Unlock()
+	}
+	return e.v, e.err
+}
+
+func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
+	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes)
+	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
+		return v, err
+	}
+	var probs problems
+	for _, u := range v.Input.Upstream {
+		uv, err := cv.verify(ctx, u.Cid, path)
+		switch {
+		case err != nil:
+			return nil, err
+		case uv == nil:
+			probs.add("upstream %s links back to a receipt that needs it", u.Cid)
+		case !uv.OK():
+			probs.add("upstream %s does not verify: %s: %s", u.Cid, uv.FirstFailure().Name, uv.FirstFailure().Detail)
+		case uv.Status != ledger.StatusPass:
+			probs.add("upstream %s is a %s, not a PASS", u.Cid, uv.Status)
+		}
+	}
+	v.Checks = append(v.Checks, probs.check(CheckUpstream, fmt.Sprintf("%d upstream receipts, each verified and PASS", len(v.Input.Upstream))))
+	return v, nil
+}
+
+// All returns every verification made, each receipt after its upstream
+// receipts.
+func (cv *ChainVerifier) All() []*Verification {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	return slices.Clone(cv.order)
+}
