@@ -16,6 +16,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/cas/storetest"
 	"github.com/ipfs/go-cid"
 	mh "github.com/multiformats/go-multihash"
 	"github.com/multiformats/go-varint"
@@ -693,7 +694,7 @@ func TestBundleCancel(t *testing.T) {
 func TestBundleExportErrors(t *testing.T) {
 	ctx := context.Background()
 	src, roots := testDAG(t, 2*cas.ChunkSize)
-	st := src.(*memstore.Store)
+	st := storetest.NewCorruptible(src)
 	if _, err := cas.ExportCAR(ctx, st, nil, io.Discard, nil); !errors.Is(err, cas.ErrInvalid) {
 		t.Fatalf("no roots: got %v", err)
 	}

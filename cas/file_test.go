@@ -13,6 +13,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/cas/storetest"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -88,7 +89,7 @@ func TestPutFileReadError(t *testing.T) {
 
 func TestReadFileCorruptChunk(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New()
+	st := storetest.NewCorruptible(memstore.New())
 	data := randomBytes(2*cas.ChunkSize+10, 7)
 	c, _, err := cas.PutFile(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/cas/storetest"
 	"github.com/ipfs/go-cid"
 )
 
@@ -98,7 +99,7 @@ func TestGCRefusesOnMissingBlock(t *testing.T) {
 
 func TestFsck(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New()
+	st := storetest.NewCorruptible(memstore.New())
 	data := randomBytes(3*cas.ChunkSize, 4)
 	c, _, err := cas.PutFile(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {

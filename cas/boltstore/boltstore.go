@@ -81,8 +81,10 @@
 //
 // # Testing
 //
-// [Corrupt] damages a stored block in place, and [SetPackCounts] writes a
-// pack's counts, for tests of the code that must catch them.
+// [Store.Locate] says where a block's bytes lie on disk, and
+// cas/boltstore/boltstoretest damages a block there, as a failing disk
+// would; [SetPackCounts] writes a pack's counts. Both are for the tests of
+// the code that must catch the damage.
 package boltstore
 
 import (
@@ -482,13 +484,9 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 		packed bool
 	)
 	err = view(s.db, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBlocks).Get(c.Bytes())
-		if v == nil {
-			return &cas.NotFoundError{CID: c}
-		}
-		e, err := decodeEntry(v)
+		e, _, err := lookup(tx, c)
 		if err != nil {
-			return fmt.Errorf("block %s: %w", c, err)
+			return err
 		}
 		if e.packed {
 			loc, packed = e.loc, true
@@ -512,6 +510,67 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func(data []byte) error)
 		return err
 	}
 	return fn(data)
+}
+
+// lookup returns the index entry of c, and its value in the database,
+// valid only during tx. A missing block is a [*cas.NotFoundError].
+func lookup(tx *bolt.Tx, c cid.Cid) (entry, []byte, error) {
+	v := tx.Bucket(bucketBlocks).Get(c.Bytes())
+	if v == nil {
+		return entry{}, nil, &cas.NotFoundError{CID: c}
+	}
+	e, err := decodeEntry(v)
+	if err != nil {
+		return entry{}, nil, fmt.Errorf("block %s: %w", c, err)
+	}
+	return e, v, nil
+}
+
+// Extent is where a stored block's bytes lie on disk: Length bytes at
+// Offset in File.
+type Extent struct {
+	// File is the path of a pack file (the store directory joined with
+	// packs/NNNNNNNN.pack), or of the database file, store.db, for a
+	// block kept inline.
+	File   string
+	Offset int64
+	Length int64
+	// Inline tells that the block is kept inline, in a page of the
+	// database; it lies there only until the next write to the store,
+	// which may copy the page elsewhere.
+	Inline bool
+}
+
+// Locate reports where the block c lies on disk, for tools and tests
+// that look at the files themselves (a test damages a block there as a
+// failing disk would). It reads the index alone: it neither reads nor
+// verifies the block. A missing block is a [*cas.NotFoundError].
+func (s *Store) Locate(ctx context.Context, c cid.Cid) (Extent, error) {
+	end, err := s.begin(ctx, false)
+	if err != nil {
+		return Extent{}, err
+	}
+	defer end()
+	var ext Extent
+	err = view(s.db, func(tx *bolt.Tx) error {
+		e, v, err := lookup(tx, c)
+		if err != nil {
+			return err
+		}
+		if e.packed {
+			ext = Extent{File: s.packs.path(e.loc.pack), Offset: int64(e.loc.offset), Length: int64(e.loc.length)}
+			return nil
+		}
+		// Where the tree in the file holds the entry: its pages stay
+		// put while this transaction is open.
+		off, err := dbValueAt(s.db.Path(), [][]byte{bucketBlocks}, c.Bytes(), v)
+		if err != nil {
+			return fmt.Errorf("block %s: %w", c, err)
+		}
+		ext = Extent{File: s.db.Path(), Offset: off + 1, Length: int64(len(e.inline)), Inline: true}
+		return nil
+	})
+	return ext, err
 }
 
 // errNothingNew rolls back a Put whose blocks were all present already,

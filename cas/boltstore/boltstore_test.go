@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore/internal/flip"
 	"github.com/haygent/hg/cas/storetest"
 	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
@@ -414,51 +415,80 @@ func TestBusyAcrossProcesses(t *testing.T) {
 	}
 }
 
-func TestCorrupt(t *testing.T) {
+// Locate says where a block lies: inline blocks in the database file,
+// packed ones in their pack, the bytes there being the block's.
+func TestLocate(t *testing.T) {
 	ctx := context.Background()
 	s, dir := newStore(t)
-	a, b := block("corrupt-a", 5000), block("corrupt-b", 10)
-	if err := s.Put(ctx, a, b); err != nil {
+	defer s.Close()
+	inline, packed := block("locate-inline", 5000), bigBlock(9, 100<<10)
+	if err := s.Put(ctx, inline, packed); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	if err := Corrupt(dir, a.CID(), 4999); err != nil {
-		t.Fatalf("Corrupt: %v", err)
+	type locateCase struct {
+		b    cas.Block
+		file string
 	}
-	var nf *cas.NotFoundError
-	if err := Corrupt(dir, block("absent", 5).CID(), 0); !errors.As(err, &nf) {
-		t.Errorf("Corrupt of a missing block = %v, want a *cas.NotFoundError", err)
-	}
-	for _, off := range []int{-1, 10, 1000} {
-		if err := Corrupt(dir, b.CID(), off); err == nil {
-			t.Errorf("Corrupt at offset %d of a 10-byte block: nil error", off)
+	checkLocate := func(tc locateCase) {
+		t.Helper()
+		ext, err := s.Locate(ctx, tc.b.CID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ext.File != tc.file || ext.Inline != (tc.file == filepath.Join(dir, dbFile)) || ext.Length != int64(len(tc.b.Data())) {
+			t.Fatalf("Locate(%s) = %+v, want %d bytes in %s", tc.b.CID(), ext, len(tc.b.Data()), tc.file)
+		}
+		f, err := os.Open(ext.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, ext.Length)
+		_, err = f.ReadAt(got, ext.Offset)
+		f.Close()
+		if err != nil || !bytes.Equal(got, tc.b.Data()) {
+			t.Fatalf("the bytes where Locate(%s) says it lies are not the block's (%v)", tc.b.CID(), err)
 		}
 	}
-	s, err := Open(dir, &Options{ReadOnly: true})
+	tcs := []locateCase{{inline, filepath.Join(dir, dbFile)}, {packed, filepath.Join(dir, packDir, packName(1))}}
+	for _, tc := range tcs {
+		checkLocate(tc)
+	}
+	// Once the index outgrows a page, inline blocks are found through
+	// its branch pages.
+	var many []cas.Block
+	for i := range 5000 {
+		many = append(many, block(fmt.Sprint("locate-", i), 100))
+	}
+	if err := s.Put(ctx, many...); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range many {
+		tcs = append(tcs, locateCase{b, filepath.Join(dir, dbFile)})
+	}
+	for _, tc := range tcs {
+		checkLocate(tc)
+	}
+	var nf *cas.NotFoundError
+	if _, err := s.Locate(ctx, block("absent", 5).CID()); !errors.As(err, &nf) {
+		t.Errorf("Locate of a missing block = %v, want a *cas.NotFoundError", err)
+	}
+}
+
+// corrupt inverts the byte at offset at of block c in the closed store
+// in dir, where Locate says it lies, as boltstoretest.Corrupt does.
+func corrupt(t *testing.T, dir string, c cid.Cid, at int) {
+	t.Helper()
+	s, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Get(ctx, a.CID())
-	var ce *cas.CorruptError
-	if !errors.As(err, &ce) || !ce.CID.Equals(a.CID()) {
-		t.Errorf("Get of the corrupted block = %v, want a *cas.CorruptError", err)
+	ext, err := s.Locate(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := s.View(ctx, a.CID(), func([]byte) error { return nil }); !errors.Is(err, cas.ErrCorrupt) {
-		t.Errorf("View of the corrupted block = %v, want cas.ErrCorrupt", err)
-	}
-	if got, err := s.Get(ctx, b.CID()); err != nil || !bytes.Equal(got, b.Data()) {
-		t.Errorf("Get of the untouched block = %v", err)
-	}
-	var size int
-	s.AllKeys(ctx, func(c cid.Cid, n int) error {
-		if c.Equals(a.CID()) {
-			size = n
-		}
-		return nil
-	})
-	if size != 5000 {
-		t.Errorf("corrupted block has size %d, want 5000", size)
+	if err := flip.Block(c, ext.File, ext.Offset, ext.Length, at); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -150,9 +150,7 @@ func TestCompactLeavesDamagedPack(t *testing.T) {
 	pinned, _ := compactFixture(t, s)
 	s.Close()
 	victim := pinned[0]
-	if err := Corrupt(dir, victim.CID(), 10); err != nil {
-		t.Fatal(err)
-	}
+	corrupt(t, dir, victim.CID(), 10)
 	s, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)

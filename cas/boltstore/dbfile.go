@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -372,4 +373,167 @@ func (c *dbChecker) elements(p []byte, id uint64, path []string, depth int) {
 	default:
 		c.add("%s (in %s): not a branch or leaf page (flags %#x)", name, where(path), flags)
 	}
+}
+
+// valueAt returns where the value of key in the bucket at path (the
+// names of the buckets from the root down) lies in the bbolt file f, as
+// the tree of meta m has it: its offset in the file and its length. It
+// reads only the pages on the way down, through plain reads, and trusts
+// none of them: a page that is not what it should be is an error, and so
+// is a key that is not there.
+func valueAt(f *os.File, m dbMeta, path [][]byte, key []byte) (int64, int, error) {
+	pg := dbPage{id: m.root}
+	for range 64 {
+		if pg.data == nil {
+			var err error
+			if pg.data, err = readPage(f, m, pg.id); err != nil {
+				return 0, 0, err
+			}
+			pg.at = int64(pg.id * m.pageSize)
+		}
+		want := key
+		if len(path) > 0 {
+			want = path[0]
+		}
+		flags, err := pg.header()
+		if err != nil {
+			return 0, 0, err
+		}
+		if flags&flagBranch != 0 && pg.id != 0 {
+			if pg, err = pg.child(want); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		if flags&flagLeaf == 0 {
+			return 0, 0, fmt.Errorf("%s: not a branch or leaf page (flags %#x)", pg, flags)
+		}
+		off, v, bucket, err := pg.value(want)
+		switch {
+		case err != nil:
+			return 0, 0, err
+		case len(path) == 0 && bucket:
+			return 0, 0, fmt.Errorf("%q is a bucket", key)
+		case len(path) == 0:
+			return pg.at + int64(off), len(v), nil
+		case !bucket || len(v) < bucketHdrSize:
+			return 0, 0, fmt.Errorf("bucket %q: not a bucket", want)
+		}
+		path = path[1:]
+		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			pg = dbPage{id: root}
+		} else if len(v) < bucketHdrSize+pageHeaderSize {
+			return 0, 0, fmt.Errorf("bucket %q: inline but holds no page", want)
+		} else {
+			pg = dbPage{data: v[bucketHdrSize:], at: pg.at + int64(off) + bucketHdrSize} // id 0: inline
+		}
+	}
+	return 0, 0, errors.New("the tree is more than 64 levels deep")
+}
+
+// dbValueAt returns the offset in the bbolt file at dbPath of the value
+// of key in the bucket at path, which must hold want: valueAt, checked
+// against what bbolt reads there.
+func dbValueAt(dbPath string, path [][]byte, key, want []byte) (int64, error) {
+	f, err := os.Open(dbPath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	m, err := readMeta(f)
+	if err != nil {
+		return 0, err
+	}
+	off, n, err := valueAt(f, m, path, key)
+	if err != nil {
+		return 0, err
+	}
+	got := make([]byte, n)
+	if _, err := f.ReadAt(got, off); err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(got, want) {
+		return 0, fmt.Errorf("the database file does not hold at offset %d what bbolt reads", off)
+	}
+	return off, nil
+}
+
+// dbPage is a page of a bbolt file, or an inline bucket's page (id 0),
+// and the offset in the file where its data begins.
+type dbPage struct {
+	id   uint64
+	data []byte
+	at   int64
+}
+
+func (p dbPage) String() string {
+	if p.id == 0 {
+		return "an inline page"
+	}
+	return fmt.Sprintf("page %d", p.id)
+}
+
+// header returns the page's flags, once its elements are known to fit.
+func (p dbPage) header() (uint16, error) {
+	count := uint64(binary.LittleEndian.Uint16(p.data[10:]))
+	if pageHeaderSize+count*elemSize > uint64(len(p.data)) {
+		return 0, fmt.Errorf("%s: %d elements do not fit in it", p, count)
+	}
+	return binary.LittleEndian.Uint16(p.data[8:]), nil
+}
+
+func (p dbPage) count() uint64 { return uint64(binary.LittleEndian.Uint16(p.data[10:])) }
+
+// elem returns element i: its header and its key, whose offset in the
+// page it also returns. Branch and leaf elements keep the key's position
+// and size at posAt and sizeAt.
+func (p dbPage) elem(i uint64, posAt, sizeAt int) (e, key []byte, start uint64, err error) {
+	e = p.data[pageHeaderSize+i*elemSize:]
+	start = pageHeaderSize + i*elemSize + uint64(binary.LittleEndian.Uint32(e[posAt:]))
+	end := start + uint64(binary.LittleEndian.Uint32(e[sizeAt:]))
+	if end > uint64(len(p.data)) {
+		return nil, nil, 0, fmt.Errorf("%s: element %d runs off the page", p, i)
+	}
+	return e, p.data[start:end], start, nil
+}
+
+// child returns the page of the branch p that holds key: the one whose
+// first key is the last one not after it.
+func (p dbPage) child(key []byte) (dbPage, error) {
+	var id uint64
+	for i := range p.count() {
+		e, k, _, err := p.elem(i, 0, 4)
+		if err != nil {
+			return dbPage{}, err
+		}
+		if i > 0 && bytes.Compare(k, key) > 0 {
+			break
+		}
+		id = binary.LittleEndian.Uint64(e[8:])
+	}
+	if id == 0 {
+		return dbPage{}, fmt.Errorf("%s: a branch with no element", p)
+	}
+	return dbPage{id: id}, nil
+}
+
+// value returns the value of key in the leaf p, its offset in the page,
+// and whether it is a bucket.
+func (p dbPage) value(key []byte) (int, []byte, bool, error) {
+	for i := range p.count() {
+		e, k, start, err := p.elem(i, 4, 8)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if !bytes.Equal(k, key) {
+			continue
+		}
+		vstart := start + uint64(len(k))
+		vend := vstart + uint64(binary.LittleEndian.Uint32(e[12:]))
+		if vend > uint64(len(p.data)) {
+			return 0, nil, false, fmt.Errorf("%s: element %d runs off the page", p, i)
+		}
+		return int(vstart), p.data[vstart:vend], binary.LittleEndian.Uint32(e)&flagBucket != 0, nil
+	}
+	return 0, nil, false, fmt.Errorf("key %x: not in the file's tree", key)
 }

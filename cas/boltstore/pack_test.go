@@ -133,9 +133,7 @@ func TestPackedCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if err := Corrupt(dir, a.CID(), 70000); err != nil {
-		t.Fatal(err)
-	}
+	corrupt(t, dir, a.CID(), 70000)
 	s, err := Open(dir, &Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -189,9 +187,7 @@ func TestSmallBlocksPackedInBigPuts(t *testing.T) {
 	}
 	getsBack(t, s, append(few, many...))
 	s.Close()
-	if err := Corrupt(dir, many[7].CID(), 3); err != nil {
-		t.Fatal(err)
-	}
+	corrupt(t, dir, many[7].CID(), 3)
 	s, err := Open(dir, &Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/cas/boltstore/boltstoretest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -81,7 +82,7 @@ func cmdCorrupt(ts *testscript.TestScript, neg bool, args []string) {
 		off, err = strconv.Atoi(args[1])
 		ts.Check(err)
 	}
-	ts.Check(boltstore.Corrupt(storeDir(ts), c, off))
+	ts.Check(boltstoretest.Corrupt(storeDir(ts), c, off))
 }
 
 var held sync.Map // *testscript.TestScript -> *boltstore.Store
