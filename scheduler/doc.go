@@ -16,9 +16,11 @@
 //
 // A node's input is built from its Work Order input, with every
 // {"from", "pointer"} reference replaced by the value at that pointer in
-// the output packet of the upstream node's accepted receipt. The input
-// packet records the upstream receipts, and the runtime re-checks their
-// acceptance before its first step.
+// the output packet of the upstream node's accepted receipt. The runtime
+// is handed the accepted receipts of the nodes the node needs, which its
+// input packet records; a receipt is the node's work only if its input
+// packet is the one the scheduler makes of the node's input and those
+// receipts, compared by CID.
 //
 // # Workspaces
 //
@@ -36,7 +38,9 @@
 //
 // # Memo cache
 //
-// The key of an invocation is the package CID, the input packet CID, the
+// The key of an invocation is the package CID, the CID of the input's
+// canonical encoding (not of its packet, which records the upstream
+// receipts: work redone upstream with the same outputs hits), the
 // permission snapshot, the adapter reference and, for a node given a
 // workspace, the CID of the tree it starts from. A key that has an
 // accepted receipt is reused without running anything (like Bazel's

@@ -27,12 +27,6 @@ type Invocation struct {
 	// the package's read grants let it see of that tree.
 	Workspace       cid.Cid
 	WorkspaceBlocks []cas.Block
-	// Check, if set, re-checks an upstream receipt before the first step
-	// (engines that run in-process use it; remote ones cannot).
-	Check func(ctx context.Context, receipt cid.Cid) error
-
-	base   map[cid.Cid]cas.Block // PackageBlocks by CID, when the scheduler has them
-	wsBase map[cid.Cid]cas.Block // WorkspaceBlocks by CID, when the scheduler has them
 }
 
 // Outcome is what an engine returns: a receipt and every block of its
@@ -70,18 +64,24 @@ type Local struct {
 
 // Invoke implements [Engine].
 func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
+	var wsIndex map[cid.Cid]cas.Block
+	if inv.Workspace.Defined() {
+		wsIndex = blockIndex(inv.WorkspaceBlocks)
+	}
+	return l.invoke(ctx, inv, blockIndex(inv.PackageBlocks), wsIndex)
+}
+
+// invoke runs inv with its package's blocks, and its workspace's, indexed
+// by CID in pkgIndex and wsIndex.
+func (l *Local) invoke(ctx context.Context, inv Invocation, pkgIndex, wsIndex map[cid.Cid]cas.Block) (Outcome, error) {
 	pkg, err := l.Package(inv)
 	if err != nil {
 		return Outcome{}, err
 	}
-	base := inv.base
-	if base == nil {
-		base = blockIndex(inv.PackageBlocks)
-	}
-	stg := newStaging(base)
+	stg := newStaging(pkgIndex)
 	ws := ""
 	if inv.Workspace.Defined() {
-		dir, remove, err := materialize(ctx, inv)
+		dir, remove, err := materialize(ctx, inv.Workspace, wsIndex)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("workspace: %w", err)
 		}
@@ -90,7 +90,7 @@ func (l *Local) Invoke(ctx context.Context, inv Invocation) (Outcome, error) {
 	}
 	out, err := haygent.Run(ctx, pkg, inv.Input, haygent.Options{
 		Store: stg, Key: l.Key, Signatures: l.Signatures, Adapter: l.Adapter, Workspace: ws, StoreDir: l.StoreDir, PackageCID: inv.Package,
-		RunID: NodeRunID(inv.Run, inv.Node), Upstream: inv.Upstream, CheckUpstream: inv.Check,
+		RunID: NodeRunID(inv.Run, inv.Node), Upstream: inv.Upstream,
 	})
 	if err != nil {
 		return Outcome{}, err

@@ -5,10 +5,13 @@ import (
 	"crypto/ed25519"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent/verify"
+	"github.com/ipfs/go-cid"
 )
 
 // runHeld runs the Work Order at path in a fresh store and returns the
@@ -114,27 +117,55 @@ func TestMemoWithinOneRun(t *testing.T) {
 	}
 }
 
-// The runtime's re-check of an upstream link accepts only the receipt of
-// a done node that the node needs: a receipt of the same run from another
-// branch, or of nothing, is refused.
-func TestCheckUpstreamNeedsTheNodesOwnUpstream(t *testing.T) {
+// Acceptance takes as a node's work only a receipt whose input records
+// the accepted receipts of the nodes it needs, made into the input packet
+// the scheduler expects: a receipt of the same run from another branch,
+// the node's own, or one for a node with no needs, is refused.
+func TestSameWorkNeedsTheNodesOwnUpstream(t *testing.T) {
 	rec, e := runHeld(t, "../fixtures/workorders/pipeline.json", Options{})
 	if rec.Status != StatusDone {
 		t.Fatalf("status %s: %s", rec.Status, rec.Reason)
 	}
-	// merge needs left and middle; right is done too, on another branch.
-	for _, up := range []string{"left", "middle"} {
-		if err := e.checkUpstream("merge", rec.node(up).Receipt.Cid); err != nil {
-			t.Errorf("receipt of %s, which merge needs: %v", up, err)
+	ctx := context.Background()
+	st, err := e.s.opts.Store.Open(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	trusted := []ed25519.PublicKey{e.s.opts.Key.Public().(ed25519.PublicKey)}
+	receipt := func(name string) cid.Cid { return rec.node(name).Receipt.Cid }
+	// check says whether the receipt of node is its work with upstream
+	// receipts of the nodes ups.
+	check := func(node string, ups ...string) CheckRec {
+		v, err := verify.VerifyReceipt(ctx, st, receipt(node), trusted)
+		if err != nil || !v.OK() {
+			t.Fatalf("receipt of %s: %v %v", node, err, v.FirstFailure())
 		}
+		var upstream []cid.Cid
+		for _, up := range ups {
+			upstream = append(upstream, receipt(up))
+		}
+		w := &work{pkg: e.packages[node], run: NodeRunID(rec.Run, node), upstream: upstream, workspace: emptyWorkspace}
+		if w.input, err = inputPacket(ctx, v.Input.Payload, upstream); err != nil {
+			t.Fatal(err)
+		}
+		return sameWorkCheck(v, w)
 	}
-	if err := e.checkUpstream("merge", rec.node("right").Receipt.Cid); err == nil {
-		t.Error("receipt of right, which merge does not need, was accepted")
+	// merge needs left and middle; right is done too, on another branch.
+	if c := check("merge", "left", "middle"); !c.OK {
+		t.Errorf("merge's receipt with the receipts of left and middle: %s", c.Detail)
 	}
-	if err := e.checkUpstream("merge", rec.node("merge").Receipt.Cid); err == nil {
-		t.Error("merge's own receipt was accepted as its upstream")
-	}
-	if err := e.checkUpstream("seed", rec.node("left").Receipt.Cid); err == nil {
-		t.Error("a node with no needs accepted an upstream receipt")
+	for _, tc := range []struct {
+		node string
+		ups  []string
+		why  string
+	}{
+		{"merge", []string{"left", "right"}, "the receipt of right, which merge does not need"},
+		{"merge", []string{"left", "merge"}, "merge's own receipt"},
+		{"seed", []string{"left"}, "an upstream receipt of a node with no needs"},
+	} {
+		if c := check(tc.node, tc.ups...); c.OK || !strings.Contains(c.Detail, "upstream receipts") {
+			t.Errorf("%s given as upstream was accepted: %s %v", tc.why, c.Detail, c.OK)
+		}
 	}
 }

@@ -194,7 +194,7 @@ func (s skewed) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler
 		inv.Run = "run-elsewhere"
 	}
 	if s.noneUp {
-		inv.Upstream, inv.Check = nil, nil
+		inv.Upstream = nil
 	}
 	return s.inner.Invoke(ctx, inv)
 }

@@ -1,11 +1,15 @@
 package scheduler
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
@@ -27,9 +31,14 @@ type work struct {
 	// with anyUpstream, any (a memo hit's may be an earlier run's).
 	upstream    []cid.Cid
 	anyUpstream bool
-	// payload is the CID of the input's canonical encoding.
-	payload   cid.Cid
-	workspace cid.Cid // the workspace snapshot: what the read grants let it see
+	// input is the CID of the input packet the runtime makes of the
+	// node's input and upstream receipts ([inputPacket]), which the
+	// receipt must link. Undefined, the receipt's payload must have the
+	// CID payload, the input's canonical encoding's: a memo hit's packet
+	// records other upstream receipts, and a stored run's receipts may
+	// be older than this code.
+	input, payload cid.Cid
+	workspace      cid.Cid // the workspace snapshot: what the read grants let it see
 	// why, if not empty, says what of the work could not be rebuilt: no
 	// receipt is then the node's work.
 	why string
@@ -85,7 +94,11 @@ func sameWork(v *verify.Verification, w *work, words *workWords) string {
 	if got := linkCIDs(in.Upstream); !w.anyUpstream && !sameCIDs(got, w.upstream) {
 		return fmt.Sprintf(words.upstream, got, w.upstream)
 	}
-	if enc, err := cas.EncodeNode(in.Payload); err != nil || cas.Sum(cas.DagCBOR, enc) != w.payload {
+	if w.input.Defined() {
+		if r.Input.Cid != w.input {
+			return words.input
+		}
+	} else if enc, err := cas.EncodeNode(in.Payload); err != nil || cas.Sum(cas.DagCBOR, enc) != w.payload {
 		return words.input
 	}
 	if r.Workspace == nil || r.Workspace.Cid != w.workspace {
@@ -96,6 +109,39 @@ func sameWork(v *verify.Verification, w *work, words *workWords) string {
 		return fmt.Sprintf(words.workspace, got, w.workspace)
 	}
 	return ""
+}
+
+// inputPacket returns the CID of the input packet [haygent.Run] makes of
+// a node's input and upstream receipts: an hg/packet@1 under the input
+// schema, with values of its payload stored out of line when its encoding
+// is over the block limit (SPEC, "Values over the block limit").
+func inputPacket(ctx context.Context, input map[string]any, upstream []cid.Cid) (cid.Cid, error) {
+	p := ledger.Packet{Type: ledger.TypePacket, Schema: haygent.InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
+	for _, u := range upstream {
+		p.Upstream = append(p.Upstream, cas.Link{Cid: u})
+	}
+	data, err := cas.Marshal(&p)
+	if err != nil || len(data) <= cas.MaxBlockSize {
+		return cas.Sum(cas.DagCBOR, data), err
+	}
+	// The payload's budget: the limit less what the packet's other
+	// fields take (an empty map is one byte).
+	payload := p.Payload
+	p.Payload = map[string]any{}
+	head, err := cas.Marshal(&p)
+	if err != nil {
+		return cid.Undef, err
+	}
+	sink := newStaging(nil) // only the CIDs of the values' files are wanted
+	p.Payload, err = cas.Outline(payload, cas.MaxBlockSize-(len(head)-1), func(enc []byte) (cid.Cid, error) {
+		c, _, err := cas.PutFile(ctx, sink, bytes.NewReader(enc), nil)
+		return c, err
+	})
+	if err != nil {
+		return cid.Undef, err
+	}
+	data, err = cas.Marshal(&p)
+	return cas.Sum(cas.DagCBOR, data), err
 }
 
 // linkCIDs returns the CIDs of links.

@@ -991,6 +991,11 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 			e.mu.Unlock()
 			return fail(dag.Failed, "upstream %s is %s, with no receipt", up, n.State)
 		}
+		if n.Acceptance == nil {
+			e.consumed(name)
+			e.mu.Unlock()
+			return fail(dag.Failed, "upstream %s is done, with no acceptance", up)
+		}
 		upstream = append(upstream, n.Receipt.Cid)
 	}
 	outputs := e.outputs
@@ -1031,13 +1036,12 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
 	}
-	inCID := cas.Sum(cas.DagCBOR, inData) // the input's, not its packet's
 	adapter := "none"
 	if e.s.opts.Adapter != nil {
 		adapter = e.s.opts.Adapter.Name() + "/" + e.s.opts.Adapter.Model()
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, inCID, strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
+	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
 	if given != nil {
 		// The tree the node starts from is part of its work; a node
 		// given none keeps the key it always had.
@@ -1072,20 +1076,19 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	inv := Invocation{
 		Run: e.rec.Run, Node: name, Package: pkgCID, PackageBlocks: pb.blocks,
 		Input: input, Upstream: upstream,
-		Check: func(_ context.Context, c cid.Cid) error { return e.checkUpstream(name, c) },
-		base:  pb.index,
 	}
+	var wsIndex map[cid.Cid]cas.Block
 	if given != nil {
 		if wantWorkspace, err = WorkspaceView(ctx, blockReader(ctx, given.index, nil), given.root, pkg.Permissions); err != nil {
 			return fail(dag.Failed, "workspace: %v", err)
 		}
-		inv.Workspace, inv.WorkspaceBlocks, inv.wsBase = given.root, given.blocks, given.index
+		inv.Workspace, inv.WorkspaceBlocks, wsIndex = given.root, given.blocks, given.index
 	}
 	e.s.mu.Lock()
 	e.s.ranNodes++
 	e.s.mu.Unlock()
 	res.attempted = true
-	out, err := e.engine().Invoke(ctx, inv)
+	out, err := e.invokeEngine(ctx, inv, pb.index, wsIndex)
 	if err != nil {
 		return fail(dag.Failed, "%v", err)
 	}
@@ -1122,8 +1125,11 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	}
 	// The receipt must be for this node's work: its package and its input,
 	// whatever engine ran it.
-	acc.Checks = append(acc.Checks, sameWorkCheck(v, &work{pkg: pkgCID, run: NodeRunID(e.rec.Run, name),
-		upstream: upstream, payload: inCID, workspace: wantWorkspace}))
+	w := &work{pkg: pkgCID, run: NodeRunID(e.rec.Run, name), upstream: upstream, workspace: wantWorkspace}
+	if w.input, err = inputPacket(vctx, input, upstream); err != nil {
+		w.why = fmt.Sprintf("the node's input packet cannot be made: %v", err)
+	}
+	acc.Checks = append(acc.Checks, sameWorkCheck(v, w))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
 		acc.Verdict = "rejected"
 	}
@@ -1245,13 +1251,16 @@ func (e *execution) memoTree(ctx context.Context, hit memoHit, base map[cid.Cid]
 	return t
 }
 
-// engine returns the configured engine, or a local one.
-func (e *execution) engine() Engine {
+// invokeEngine runs inv on the configured engine, or on a local one,
+// which is handed the indexes by CID of the package's and the
+// workspace's blocks that the scheduler holds (wsIndex nil for a node
+// given no workspace).
+func (e *execution) invokeEngine(ctx context.Context, inv Invocation, pkgIndex, wsIndex map[cid.Cid]cas.Block) (Outcome, error) {
 	if e.s.opts.Engine != nil {
-		return e.s.opts.Engine
+		return e.s.opts.Engine.Invoke(ctx, inv)
 	}
 	plan := e.plan
-	return &Local{Key: e.s.opts.Key, Signatures: e.s.cache.Signatures(), Adapter: e.s.opts.Adapter, StoreDir: e.s.opts.StoreDir,
+	local := &Local{Key: e.s.opts.Key, Signatures: e.s.cache.Signatures(), Adapter: e.s.opts.Adapter, StoreDir: e.s.opts.StoreDir,
 		Package: func(inv Invocation) (*haygent.Package, error) {
 			p, ok := plan.Packages[inv.Node]
 			if !ok {
@@ -1259,6 +1268,7 @@ func (e *execution) engine() Engine {
 			}
 			return p, nil
 		}}
+	return local.invoke(ctx, inv, pkgIndex, wsIndex)
 }
 
 // memo reads the memo entry whose acceptance is c; a hit must still be an
@@ -1291,24 +1301,6 @@ func (e *execution) memo(ctx context.Context, c cid.Cid) (memoHit, bool) {
 		hit.final = r.FinalWorkspace.Cid
 	}
 	return hit, true
-}
-
-// checkUpstream is the runtime's re-check of an upstream receipt of node
-// name: it must be the accepted receipt of a node name needs.
-func (e *execution) checkUpstream(name string, c cid.Cid) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, up := range e.plan.WorkOrder.Upstream(name) {
-		n := e.rec.node(up)
-		if n.Receipt == nil || n.Receipt.Cid != c {
-			continue
-		}
-		if n.State != dag.Done || n.Acceptance == nil {
-			return fmt.Errorf("node %s is %s, not done", n.Name, n.State)
-		}
-		return nil
-	}
-	return fmt.Errorf("not the receipt of a done node that %s needs in run %s", name, e.rec.Run)
 }
 
 // commitEvery is the pause after each commit of accepted work before the

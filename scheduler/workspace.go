@@ -288,23 +288,19 @@ func blockReader(ctx context.Context, index map[cid.Cid]cas.Block, st cas.Store)
 	}
 }
 
-// materialize writes the workspace tree of an invocation into a new
-// directory; remove takes it away again, whatever modes the tree gave
-// its directories.
-func materialize(ctx context.Context, inv Invocation) (dir string, remove func(), err error) {
+// materialize writes the workspace tree root, whose blocks index holds by
+// CID, into a new directory; remove takes it away again, whatever modes
+// the tree gave its directories.
+func materialize(ctx context.Context, root cid.Cid, index map[cid.Cid]cas.Block) (dir string, remove func(), err error) {
 	tmp, err := os.MkdirTemp("", "hg-node-*")
 	if err != nil {
 		return "", nil, err
 	}
 	remove = func() { removeTree(tmp) }
 	dir = filepath.Join(tmp, "ws")
-	index := inv.wsBase
-	if _, ok := index[inv.Workspace]; !ok {
-		index = blockIndex(inv.WorkspaceBlocks)
-	}
-	if err := cas.GetTree(ctx, newStaging(index), inv.Workspace, dir, nil); err != nil {
+	if err := cas.GetTree(ctx, newStaging(index), root, dir, nil); err != nil {
 		remove()
-		return "", nil, fmt.Errorf("write workspace %s out: %w", inv.Workspace, err)
+		return "", nil, fmt.Errorf("write workspace %s out: %w", root, err)
 	}
 	return dir, remove, nil
 }

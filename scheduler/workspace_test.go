@@ -326,7 +326,7 @@ func (e *swapEngine) Invoke(ctx context.Context, inv scheduler.Invocation) (sche
 		// As an engine elsewhere gets it: what the invocation says, no
 		// more.
 		inv = scheduler.Invocation{Run: inv.Run, Node: inv.Node, Package: inv.Package, PackageBlocks: inv.PackageBlocks,
-			Input: inv.Input, Upstream: inv.Upstream, Check: inv.Check, Workspace: e.tree, WorkspaceBlocks: e.blocks}
+			Input: inv.Input, Upstream: inv.Upstream, Workspace: e.tree, WorkspaceBlocks: e.blocks}
 	}
 	return e.Local.Invoke(ctx, inv)
 }

@@ -42,9 +42,9 @@
 //	 "object": "invocation-ID" (only when the blocks are in HG_BLOBS; blocks is then empty),
 //	 "input": the input, as a data-model map, "upstream": [links]}
 //
-// The invocation's Check function is not sent: a remote worker cannot ask
-// the scheduler anything, so it runs without the runtime's re-check of
-// upstream receipts (the scheduler verifies every receipt it gets anyway).
+// A remote worker cannot ask the scheduler anything, nor need it: the
+// scheduler verifies every receipt it gets, and accepts one only if its
+// input packet records the accepted receipts it sent as upstream.
 //
 // A worker answers on the reply subject with
 //

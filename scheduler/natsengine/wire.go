@@ -76,8 +76,7 @@ type Request struct {
 	// Object, if set, names the Object Store object that holds the
 	// package blocks; Invocation.PackageBlocks is then empty.
 	Object string
-	// Invocation is the work, without Check (a remote worker cannot ask
-	// the scheduler anything).
+	// Invocation is the work.
 	Invocation scheduler.Invocation
 }
 
