@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,7 +13,6 @@ import (
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/haygent/ledger"
-	"github.com/haygent/hg/haygent/verify"
 	"github.com/ipfs/go-cid"
 )
 
@@ -587,17 +584,7 @@ func receiptOutput(ctx context.Context, st cas.Store, receipt cid.Cid, r *ledger
 // cache, the Haygent against a staging store, and the acceptance.
 func (e *execution) invoke(ctx context.Context, name string) result {
 	res := result{node: name}
-	fail := func(state, format string, args ...any) result {
-		res.state, res.reason = state, fmt.Sprintf(format, args...)
-		// A record never names a receipt or acceptance whose blocks it
-		// does not commit; a node cut short without them was cancelled
-		// if the run was, and runs again on resume.
-		if res.blocks.Len() == 0 {
-			res.receipt, res.accept = cid.Undef, cid.Undef
-			res.cancelled = ctx.Err() != nil
-		}
-		return res
-	}
+	fail := func(state, format string, args ...any) result { return res.fail(ctx, state, format, args...) }
 	wo := e.plan.WorkOrder
 	pkg := e.plan.Packages[name]
 	e.mu.Lock()
@@ -654,39 +641,11 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 	if err != nil {
 		return fail(dag.Failed, "input: %v", err)
 	}
-	adapter := "none"
-	if e.s.opts.Adapter != nil {
-		adapter = e.s.opts.Adapter.Name() + "/" + e.s.opts.Adapter.Model()
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, cas.Sum(cas.DagCBOR, inData), strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
-	if given != nil {
-		// The tree the node starts from is part of its work; a node
-		// given none keeps the key it always had.
-		fmt.Fprintf(h, "workspace %s\n", given.root)
-	}
-	res.memoKey = hex.EncodeToString(h.Sum(nil))
-	if !e.s.opts.NoCache {
-		e.mu.Lock()
-		hit, ok := e.memoRun[res.memoKey]
-		stored, inStore := e.memoIndex[res.memoKey]
-		e.mu.Unlock()
-		if !ok && inStore {
-			hit, ok = e.memo(ctx, stored)
-		}
-		if ok && !e.regressed[hit.receipt] {
-			// A node that others work on hands on its final workspace:
-			// an entry that cannot is not reused.
-			var tree *wsTree
-			if readers > 0 {
-				tree = e.memoTree(ctx, hit, pb.index)
-			}
-			if readers == 0 || tree != nil {
-				res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
-				res.final, res.tree = hit.final, tree
-				return res
-			}
-		}
+	res.memoKey = e.memoKey(pkg, pkgCID, cas.Sum(cas.DagCBOR, inData), given)
+	if hit, tree, ok := e.reuse(ctx, res.memoKey, readers, pb.index); ok {
+		res.state, res.receipt, res.accept, res.memo, res.output = dag.Done, hit.receipt, hit.accept, true, hit.output
+		res.final, res.tree = hit.final, tree
+		return res
 	}
 	// What the node must find: what its read grants let it see of the
 	// tree it is given, or the empty tree.
@@ -716,85 +675,23 @@ func (e *execution) invoke(ctx context.Context, name string) result {
 		e.emit(n)
 	}
 	e.mu.Unlock()
-	// Concluded: the engine says it is finished. Done only once accepted,
-	// by this code, from the blocks alone: nothing the engine said is
-	// taken on trust.
-	// The engine's blocks are handed over, not copied: nothing else
-	// holds them.
-	stg := newStaging(pb.index)
-	if err := stg.Adopt(out.Blocks...); err != nil {
-		return fail(dag.Failed, "%v", err)
-	}
-	res.receipt = out.Receipt
-	// The work is done: it is judged whatever happens to the run
-	// meanwhile, so that a cancel arriving now does not leave a receipt
-	// without a verdict.
-	vctx := context.WithoutCancel(ctx)
-	// The package tree was stored and hashed by this scheduler; every
-	// other block of the receipt's closure is walked and re-hashed.
-	v, err := verify.VerifyReceiptKnown(vctx, stg, out.Receipt, e.s.opts.Trusted, map[cid.Cid]bool{pkgCID: true}, e.s.cache)
-	if err != nil {
-		return fail(dag.Failed, "verify: %v", err)
-	}
-	acc := Acceptance{Type: TypeAcceptance, Receipt: cas.Link{Cid: out.Receipt}, Status: v.Status,
-		Verifier: VerifierName, At: e.s.stamp(), Verdict: "accepted"}
-	for _, c := range v.Checks {
-		acc.Checks = append(acc.Checks, CheckRec{Name: c.Name, OK: c.OK, Detail: c.Detail})
-	}
-	// The receipt must be for this node's work: its package and its input,
-	// whatever engine ran it.
+	// Concluded: the engine says it is finished. The receipt must be for
+	// this node's work: its package and its input, whatever engine ran it.
 	w := &work{pkg: pkgCID, run: NodeRunID(e.rec.Run, name), upstream: upstream, workspace: wantWorkspace}
-	if w.input, err = inputPacket(vctx, input, upstream); err != nil {
-		w.why = fmt.Sprintf("the node's input packet cannot be made: %v", err)
+	return e.accept(ctx, res, out, pb, w, input, readers)
+}
+
+// fail ends a node's work in state, for the reason format says. A record
+// never names a receipt or acceptance whose blocks it does not commit; a
+// node cut short without them was cancelled if the run was, and runs
+// again on resume.
+func (res *result) fail(ctx context.Context, state, format string, args ...any) result {
+	res.state, res.reason = state, fmt.Sprintf(format, args...)
+	if res.blocks.Len() == 0 {
+		res.receipt, res.accept = cid.Undef, cid.Undef
+		res.cancelled = ctx.Err() != nil
 	}
-	acc.Checks = append(acc.Checks, sameWorkCheck(v, w))
-	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
-		acc.Verdict = "rejected"
-	}
-	data, err := cas.Marshal(&acc)
-	if err != nil {
-		return fail(dag.Failed, "%v", err)
-	}
-	ab := cas.NewBlock(cas.DagCBOR, data)
-	if err := stg.Put(vctx, ab); err != nil {
-		return fail(dag.Failed, "%v", err)
-	}
-	res.accept = ab.CID()
-	blocks, err := stg.blocks()
-	if err != nil {
-		return fail(dag.Failed, "%v", err)
-	}
-	res.blocks = cas.Pack(blocks...)
-	switch {
-	case acc.Verdict != "accepted":
-		for _, c := range acc.Checks {
-			if !c.OK {
-				return fail(dag.Failed, "receipt rejected: %s: %s", c.Name, c.Detail)
-			}
-		}
-		return fail(dag.Failed, "receipt rejected")
-	case v.Status != ledger.StatusPass:
-		r, err := ledger.LoadReceipt(vctx, stg, out.Receipt)
-		if err != nil || r.Halt == nil {
-			return fail(dag.Failed, "HALT")
-		}
-		return fail(dag.Failed, "HALT: %s %s: %s", r.Halt.FailedGate, r.Halt.Verdict, r.Halt.Reason)
-	}
-	if v.Output == nil {
-		return fail(dag.Failed, "output: receipt %s has no output", out.Receipt)
-	}
-	res.output = v.Output.Payload
-	if f := v.Object.FinalWorkspace; f != nil {
-		res.final = f.Cid
-		if readers > 0 {
-			// Verified with the rest of the work: its blocks are there.
-			if res.tree, err = treeFrom(f.Cid, packedIndex(res.blocks), pb.index); err != nil {
-				return fail(dag.Failed, "final workspace: %v", err)
-			}
-		}
-	}
-	res.state = dag.Done
-	return res
+	return *res
 }
 
 // storedTree reads a tree the Work Order names from the store, once per

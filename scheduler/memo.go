@@ -4,12 +4,64 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
+
+// memoKey is the key of a node's work in the memo cache: its package pkg
+// (whose tree is pkgCID), the CID of its input's canonical encoding, its
+// permissions, the adapter and the tree it is given, if any.
+func (e *execution) memoKey(pkg *haygent.Package, pkgCID, input cid.Cid, given *wsTree) string {
+	adapter := "none"
+	if e.s.opts.Adapter != nil {
+		adapter = e.s.opts.Adapter.Name() + "/" + e.s.opts.Adapter.Model()
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "hg-memo/1\n%s\n%s\n%s\n%s\n", pkgCID, input, strings.Join(pkg.Permissions.Snapshot(), "\n"), adapter)
+	if given != nil {
+		// The tree the node starts from is part of its work; a node
+		// given none keeps the key it always had.
+		fmt.Fprintf(h, "workspace %s\n", given.root)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// reuse returns the memo hit of key this run may reuse instead of running
+// the node, unless the cache is bypassed: one whose receipt no
+// re-measurement took back and, if readers nodes work on its final
+// workspace, that tree (base indexes the package's blocks).
+func (e *execution) reuse(ctx context.Context, key string, readers int, base map[cid.Cid]cas.Block) (memoHit, *wsTree, bool) {
+	if e.s.opts.NoCache {
+		return memoHit{}, nil, false
+	}
+	e.mu.Lock()
+	hit, ok := e.memoRun[key]
+	stored, inStore := e.memoIndex[key]
+	e.mu.Unlock()
+	if !ok && inStore {
+		hit, ok = e.memo(ctx, stored)
+	}
+	if !ok || e.regressed[hit.receipt] {
+		return memoHit{}, nil, false
+	}
+	// A node that others work on hands on its final workspace: an entry
+	// that cannot is not reused.
+	var tree *wsTree
+	if readers > 0 {
+		if tree = e.memoTree(ctx, hit, base); tree == nil {
+			return memoHit{}, nil, false
+		}
+	}
+	return hit, tree, true
+}
 
 // loadMemoIndex reads every memo entry of the store, once per run, so that
 // looking a node up costs a map access, not a transaction. Entries other
