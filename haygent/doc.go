@@ -24,10 +24,11 @@
 // its repair loop), record.go (what a run writes to its ledger: packets,
 // transitions, evidence), exec.go (exec steps: the scratch copy, the
 // sandbox, the evidence of the exit, the test report and the changes),
-// builtin.go (the builtin steps), slots.go (asking the adapter, verifying
-// proposals), gates.go (evaluating the gates), finish.go (the receipt:
-// built, signed, stored; the halt), snapshot.go (the workspace as the run
-// stores it), isolation.go and gocache.go (what exec steps are given),
+// builtin.go (the builtin steps: one table of ops, which the lint and the
+// runtime both read), slots.go (asking the adapter, verifying proposals),
+// gates.go (evaluating the gates), finish.go (the receipt: built, signed,
+// stored; the halt), snapshot.go (the workspace as the run stores it),
+// isolation.go and gocache.go (what exec steps are given),
 // reportorigin.go (a report only its step wrote), largevalue.go (packets
 // over the block limit), package.go and steplint.go (the package and its
 // lint).

@@ -166,9 +166,6 @@ func (e *ProblemsError) Error() string {
 
 func (e *ProblemsError) Unwrap() error { return ErrBadPackage }
 
-// builtinOps are the steps that need no process.
-var builtinOps = []string{"noop", "copy_field", "digest", "digest_equal", "write_file", "read_file", "roundtrip", "approval"}
-
 // Load reads, compiles and checks the package in dir. Every problem found
 // is returned at once in a [*ProblemsError]: schemas that do not compile,
 // gates that cannot fail, steps naming commands with no grant, slots with
@@ -430,8 +427,8 @@ func checkSpine(p *Package, add func(string, string, ...any)) {
 				}
 			}
 		case StepBuiltin:
-			if !slices.Contains(builtinOps, s.Op) {
-				add(f, "%s: unknown builtin op %q (known: %s)", where, s.Op, strings.Join(builtinOps, ", "))
+			if _, ok := builtinOpNamed(s.Op); !ok {
+				add(f, "%s: unknown builtin op %q (known: %s)", where, s.Op, strings.Join(builtinOpNames(), ", "))
 			}
 		case StepSlot:
 			if _, ok := p.Manifest.Slots[s.Slot]; !ok {
