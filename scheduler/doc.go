@@ -7,7 +7,9 @@
 // scheduler verifies the receipt with its own code ([verify.VerifyReceipt]:
 // every block's hash, canonical form, the transition chain, the signature
 // by a trusted runner key, every gate re-evaluated from the stored
-// evidence, and the status against the gates) and stores an
+// evidence, and the status against the gates), checks that it is the
+// node's work (its package, run, input packet and workspace: the same
+// check [VerifyRun] makes again from the stored run), and stores an
 // hg/acceptance@1 with the checks and the verdict. A node is done only when
 // its receipt is accepted and PASS. A HALT fails the node and blocks
 // everything downstream of it; independent branches go on.
