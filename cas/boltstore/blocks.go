@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 
 	"github.com/haygent/hg/cas"
 	"github.com/ipfs/go-cid"
@@ -259,26 +257,17 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 			return errNothingNew // roll back: no commit, no sync
 		}
 		cur := currentPack(tx)
-		ps, _ := getPackStat(tx, cur)
-		stats := map[uint64]packStat{}
-		var written []*os.File
-		var f *os.File
+		committed, _ := getPackStat(tx, cur)
+		pw := s.packs.newPackWriter(cur, committed, func(full uint64) (uint64, packStat) {
+			ps, _ := getPackStat(tx, full+1)
+			return full + 1, ps
+		})
 		// Small blocks bound for the pack are gathered and written with
-		// one call; bufAt is the pack offset buf starts at.
-		buf := getWriteBuf(min(smallBytes, writeBufMax))
-		defer func() { putWriteBuf(buf) }()
-		var scratch []byte // aligned copies for direct writes
-		var recs []byte    // the sidecar records of the blocks written to cur
-		var inl []byte     // the records of the blocks kept inline
-		var bufAt uint64
-		flushBuf := func() error {
-			if len(buf) == 0 {
-				return nil
-			}
-			_, err := f.WriteAt(buf, int64(bufAt))
-			buf = buf[:0]
-			return err
-		}
+		// one call.
+		pw.buf = getWriteBuf(min(smallBytes, writeBufMax))
+		pw.bufMax = cap(pw.buf)
+		defer func() { putWriteBuf(pw.buf) }()
+		var inl []byte // the records of the blocks kept inline
 		for i, b := range blocks {
 			if i%ctxCheckEvery == ctxCheckEvery-1 {
 				if err := ctx.Err(); err != nil {
@@ -294,64 +283,10 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 				inl = appendInlineRecord(inl, b.CID(), data)
 				continue
 			}
-			if ps.end >= packMax {
-				if err := flushBuf(); err != nil {
-					return fmt.Errorf("write pack %d: %w", cur, err)
-				}
-				if err := s.packs.appendSidecar(cur, recs); err != nil {
-					return err
-				}
-				recs = recs[:0]
-				stats[cur] = ps
-				s.packs.closeDirect(cur) // full: no more writes to it
-				s.packs.closeSidecar(cur)
-				cur++
-				ps, _ = getPackStat(tx, cur)
-				f = nil
+			loc, err := pw.write(b.CID(), data)
+			if err != nil {
+				return err
 			}
-			if f == nil {
-				var err error
-				if f, err = s.packs.file(cur, true); err != nil {
-					return err
-				}
-				written = append(written, f)
-				// Never below what the file holds: the counts are a
-				// cache, and a committed end written short of the last
-				// block would have this Put write over it.
-				if info, err := f.Stat(); err == nil && uint64(info.Size()) > ps.end {
-					ps.end = uint64(info.Size())
-				}
-			}
-			// Data goes to the pack before the transaction that points at it
-			// commits; a Put that dies leaves bytes past the committed end,
-			// which the next writer cuts off. It lies at off and takes span
-			// bytes of the pack (a large block written directly is aligned
-			// and padded).
-			off, span := ps.end, uint64(len(data))
-			if len(data) < packBuffered {
-				if len(buf) > 0 && len(buf)+len(data) > cap(buf) {
-					if err := flushBuf(); err != nil {
-						return fmt.Errorf("write pack %d: %w", cur, err)
-					}
-				}
-				if len(buf) == 0 {
-					bufAt = ps.end
-				}
-				buf = append(buf, data...)
-			} else {
-				if err := flushBuf(); err != nil {
-					return fmt.Errorf("write pack %d: %w", cur, err)
-				}
-				var err error
-				if off, span, err = s.packs.writeLarge(f, cur, data, ps.end, &scratch); err != nil {
-					return fmt.Errorf("put block %s: %w", b.CID(), err)
-				}
-			}
-			loc := location{pack: cur, offset: off, length: uint64(len(data))}
-			recs = appendRecord(recs, b.CID(), loc)
-			ps.end = off + span
-			ps.live++
-			ps.liveBytes += loc.length
 			values[i] = loc.encode()
 		}
 		for j, i := range order {
@@ -370,27 +305,13 @@ func (s *Store) Put(ctx context.Context, blocks ...cas.Block) error {
 		if err := s.packs.appendInline(inl); err != nil {
 			return err
 		}
-		if len(written) == 0 {
+		if len(pw.files) == 0 {
 			return ctx.Err()
 		}
-		if err := flushBuf(); err != nil {
-			return fmt.Errorf("write pack %d: %w", cur, err)
-		}
-		if err := s.packs.appendSidecar(cur, recs); err != nil {
+		if err := pw.finish(); err != nil {
 			return err
 		}
-		stats[cur] = ps
-		for _, f := range written {
-			if err := f.Sync(); err != nil {
-				return fmt.Errorf("sync pack: %w", err)
-			}
-		}
-		for n, ps := range stats {
-			if err := putPackStat(tx, n, ps); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketMeta).Put(keyPackCur, []byte(strconv.FormatUint(cur, 10))); err != nil {
+		if err := pw.saveCounts(tx); err != nil {
 			return err
 		}
 		return ctx.Err()

@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/haygent/hg/cas"
-	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -276,7 +275,7 @@ func (s *Store) rewrite(ctx context.Context, batch []uint64, entries map[uint64]
 	}); err != nil {
 		return step, err
 	}
-	w := &packWriter{p: s.packs, n: target, end: committed.end, next: next, stats: map[uint64]packStat{target: committed}, first: target, firstEnd: committed.end}
+	w := s.packs.newPackWriter(target, committed, func(uint64) (uint64, packStat) { return next(), packStat{} })
 	type move struct {
 		key      []byte
 		from, to location
@@ -391,130 +390,6 @@ func (s *Store) rewrite(ctx context.Context, batch []uint64, entries map[uint64]
 		}
 	}
 	return step, nil
-}
-
-// packWriter appends blocks to a pack, moving to new ones as each fills,
-// as Put does: small blocks gathered into one write, large ones direct.
-type packWriter struct {
-	p        *packs
-	first    uint64 // the pack it began in
-	firstEnd uint64 // and that pack's committed end then
-	n        uint64 // the pack being written
-	end      uint64 // where its next block goes
-	f        *os.File
-	next     func() uint64
-	stats    map[uint64]packStat // every pack written: its committed counts, end moved on
-	fresh    []uint64            // packs this writer began
-	files    []*os.File
-	buf      []byte
-	bufAt    uint64
-	scratch  []byte
-	recs     []byte // the sidecar records of the blocks written to n
-}
-
-// flushRecords appends the sidecar records gathered for pack n.
-func (w *packWriter) flushRecords() error {
-	err := w.p.appendSidecar(w.n, w.recs)
-	w.recs = w.recs[:0]
-	return err
-}
-
-func (w *packWriter) flush() error {
-	if len(w.buf) == 0 {
-		return nil
-	}
-	_, err := w.f.WriteAt(w.buf, int64(w.bufAt))
-	w.buf = w.buf[:0]
-	if err != nil {
-		return fmt.Errorf("write pack %s: %w", packName(w.n), err)
-	}
-	return nil
-}
-
-// write appends the block c, data, and returns where it lies.
-func (w *packWriter) write(c cid.Cid, data []byte) (location, error) {
-	if w.end >= packMax {
-		if err := w.flush(); err != nil {
-			return location{}, err
-		}
-		if err := w.flushRecords(); err != nil {
-			return location{}, err
-		}
-		w.p.closeDirect(w.n)
-		w.p.closeSidecar(w.n)
-		w.n, w.f, w.end = w.next(), nil, 0
-		w.fresh = append(w.fresh, w.n)
-		w.stats[w.n] = packStat{}
-	}
-	if w.f == nil {
-		f, err := w.p.file(w.n, true)
-		if err != nil {
-			return location{}, err
-		}
-		w.f = f
-		w.files = append(w.files, f)
-		if info, err := f.Stat(); err == nil && uint64(info.Size()) > w.end {
-			w.end = uint64(info.Size())
-		}
-	}
-	off, span := w.end, uint64(len(data))
-	if len(data) < packBuffered {
-		if len(w.buf) > 0 && len(w.buf)+len(data) > writeBufMax {
-			if err := w.flush(); err != nil {
-				return location{}, err
-			}
-		}
-		if len(w.buf) == 0 {
-			w.bufAt = w.end
-		}
-		w.buf = append(w.buf, data...)
-	} else {
-		if err := w.flush(); err != nil {
-			return location{}, err
-		}
-		var err error
-		if off, span, err = w.p.writeLarge(w.f, w.n, data, w.end, &w.scratch); err != nil {
-			return location{}, fmt.Errorf("write pack %s: %w", packName(w.n), err)
-		}
-	}
-	w.end = off + span
-	ps := w.stats[w.n]
-	ps.end = w.end
-	w.stats[w.n] = ps
-	l := location{pack: w.n, offset: off, length: uint64(len(data))}
-	w.recs = appendRecord(w.recs, c, l)
-	return l, nil
-}
-
-// finish writes what is gathered and syncs every pack written.
-func (w *packWriter) finish() error {
-	if err := w.flush(); err != nil {
-		return err
-	}
-	if err := w.flushRecords(); err != nil {
-		return err
-	}
-	for _, f := range w.files {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync pack: %w", err)
-		}
-	}
-	return nil
-}
-
-// undo cuts the pack it began in back to its committed end and removes
-// the packs it began; what it cannot undo, the next writer's recovery
-// does, from the index.
-func (w *packWriter) undo() {
-	w.buf = w.buf[:0]
-	w.recs = w.recs[:0]
-	for _, n := range w.fresh {
-		_ = w.p.remove(n)
-	}
-	w.p.closeDirect(w.first)
-	if info, err := os.Stat(w.p.path(w.first)); err == nil && uint64(info.Size()) > w.firstEnd {
-		_ = os.Truncate(w.p.path(w.first), int64(w.firstEnd))
-	}
 }
 
 // punchDead gives back in place the dead ranges of the packs given: the

@@ -59,31 +59,6 @@ func refusesDirect(err error) bool {
 	return errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported)
 }
 
-// writeLarge writes a block of packBuffered bytes or more to pack n, open
-// as f, whose data ends at end. It returns where the block lies and how
-// many bytes of the pack it takes: past the page cache when it can, at
-// the next aligned offset and padded (direct.go); through f at end
-// otherwise.
-func (p *packs) writeLarge(f *os.File, n uint64, data []byte, end uint64, scratch *[]byte) (off, span uint64, err error) {
-	if len(data) >= directMin {
-		if df := p.directFile(n); df != nil {
-			off := alignUp(end)
-			span, err := writeDirect(df, data, off, scratch)
-			if err == nil {
-				return off, span, nil
-			}
-			if !refusesDirect(err) {
-				return 0, 0, err
-			}
-			p.disableDirect() // refused: through the page cache from now on
-		}
-	}
-	if _, err := f.WriteAt(data, int64(end)); err != nil {
-		return 0, 0, err
-	}
-	return end, uint64(len(data)), nil
-}
-
 // closeDirect closes the direct-write file of pack n, if open: a full
 // pack takes no more writes. A failed close loses nothing, since the pack
 // is synced through its other descriptor.
