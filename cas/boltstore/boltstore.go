@@ -14,13 +14,16 @@
 //
 // The database has five buckets:
 //
-//	blocks   key: the binary CID; value: the block's bytes, or where it
-//	         lies in a pack file (packs/00000001.pack, ...)
-//	pins     key: the pin name;   value: the binary CID it points at
-//	refs     a bucket per namespace: name -> binary CID
-//	packs    key: the pack number; value: its counts and committed end
-//	meta     key "version": the format version, "1"; "pack": the pack
-//	         being filled
+//	blocks   key: the binary CID; value: a tag byte, then either the
+//	         block's bytes (0x00: kept inline) or where it lies in a
+//	         pack file (0x01: pack number, offset, length, uvarints)
+//	pins     key: the pin name; value: the binary CID it points at
+//	refs     a nested bucket per namespace: name -> binary CID
+//	packs    key: the pack number (8 bytes, big-endian); value: its live
+//	         blocks, live bytes and committed end (uvarints), a cache of
+//	         the index
+//	meta     key "version": the format version, "1"; key "pack": the
+//	         number of the pack being filled, in decimal
 //
 // [Open] refuses a database without these buckets or with another format
 // version.
@@ -38,12 +41,11 @@
 // # Reads
 //
 // Get and View hash the stored bytes and return a [*cas.CorruptError] if
-// they do not match the CID. View hands fn the bytes in place, in the
-// read-only memory map of the database, without copying them. On Linux,
-// once fn returns, View (and Get) drop the mapping of the pages that lie
-// wholly inside a large value (64 KiB and more), so that streaming a large
-// file through View does not grow the resident set by the file's size: the
-// pages stay in the page cache and fault back in if read again.
+// they do not match the CID. View hands fn the bytes of a block kept
+// inline in place, in the read-only memory map of the database, without
+// copying them; a packed block it reads with pread into a buffer used
+// again and again, so that streaming a large file through View does not
+// grow the resident set by the file's size.
 //
 // # Writes
 //
@@ -54,9 +56,10 @@
 // # Space
 //
 // Blocks of 128 bytes and more live in pack files beside the database
-// (pack.go), except the small ones (under 64 KiB) of a Put whose small
-// blocks add up to less than 256 KiB, which stay inline; the packs bucket keeps counts of each, which are only a cache
-// of the index. Delete removes index entries and never touches a file;
+// (pack.go, written through packwriter.go), except the small ones (under
+// 64 KiB) of a Put whose small blocks add up to less than 256 KiB, which
+// stay inline; the packs bucket keeps counts of each, which are only a
+// cache of the index. Delete removes index entries and never touches a file;
 // [Store.Compact] (which gc runs) gives the space back, and a writer's
 // recovery at Open cleans up after a crash. Both decide from a read of the
 // whole index in the transaction that decides, never from the counts: a

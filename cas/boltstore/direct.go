@@ -9,15 +9,13 @@ import (
 )
 
 // Large blocks go to their pack past the page cache where the file system
-// allows it (O_DIRECT on Linux). Written through the page cache, a 1 GiB
-// import or put first had the kernel find a gigabyte of pages to copy
-// into, and on a machine that hands freed memory back to its host that
-// made the same write take from 0.7 to 3 seconds (an fsync'd copy of the
-// file measured 340 MB/s to 1.4 GB/s); written directly it goes from the
-// process's buffer to the disk, at 1.4–1.7 GB/s there. Small blocks are
-// still gathered and written through the page cache: direct writes must
-// start, end and lie in memory on directAlign boundaries, which small
-// blocks would waste most of.
+// allows it (O_DIRECT on Linux): from the process's buffer to the disk,
+// without the kernel first finding pages to copy them into. Small blocks
+// are still gathered and written through the page cache: direct writes
+// must start, end and lie in memory on directAlign boundaries, which
+// small blocks would waste most of. What writing large ones through the
+// page cache cost: docs/performance.md, "The on-disk store: measured and
+// not kept".
 const (
 	// directAlign is the alignment of the file offset, length and
 	// memory of a direct write.

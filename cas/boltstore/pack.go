@@ -17,20 +17,15 @@ import (
 // Large blocks live in pack files beside the database; the blocks bucket
 // holds, for each CID, either the block itself or where it lies in a pack.
 //
-// bbolt keeps values inline in its B+tree leaves. With keys that are
-// hashes, every new 1 MiB chunk lands in a random leaf, and bbolt rewrites
-// that whole leaf (several MiB) at commit: putting 1 GiB wrote 4.7 GiB
-// and mapped most of the file into memory. Appending large blocks to a
-// pack file instead writes each byte once, and reading them with pread
-// into a reused buffer keeps the resident set flat.
-//
-// Small blocks go to packs too: a ledger is thousands of blocks of a few
-// hundred bytes under random keys, and kept inline they make every commit
-// rewrite leaves all over a tree that grows with the store. In a pack they
-// cost the tree a location of a dozen bytes, so the tree stays about
-// eight times smaller. Blocks too small to be worth a location stay
-// inline, and so do the small blocks of a Put too small to be worth a
-// pack fsync (a single invocation's ledger).
+// Appending a large block to a pack file writes each byte once, where
+// bbolt would rewrite a whole leaf of its tree at every commit, and
+// reading it with pread into a reused buffer keeps the resident set flat.
+// Small blocks go to packs too, so that the tree holds a location of a
+// dozen bytes for each instead of its bytes, and stays small. Blocks too
+// small to be worth a location stay inline, and so do the small blocks of
+// a Put too small to be worth a pack fsync (a single invocation's ledger).
+// What keeping them inline cost: docs/performance.md, "The on-disk store:
+// measured and not kept".
 const (
 	// packMin is the smallest block stored in a pack file.
 	packMin = 128
