@@ -75,7 +75,7 @@ func (c *builtinCall) str(k string) string { v, _ := c.s.Args[k].(string); retur
 
 // fail marks the step failed and says why.
 func (c *builtinCall) fail(format string, args ...any) {
-	c.rec.status = "failed"
+	c.rec.status = ledger.StepFailed
 	c.rec.note = fmt.Sprintf(format, args...)
 }
 
@@ -128,7 +128,7 @@ func (r *runner) builtinStep(s Step) (*ledger.Halt, error) {
 		}
 	}
 	if len(rec.denied) > 0 {
-		rec.status = "denied"
+		rec.status = ledger.StepDenied
 	}
 	if err := r.record(rec); err != nil {
 		return nil, err

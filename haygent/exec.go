@@ -26,7 +26,7 @@ func (r *runner) execStep(s Step) (*ledger.Halt, error) {
 	}
 	argv, err := r.pkg.Permissions.Command(s.Command)
 	if err != nil {
-		rec.status = "denied"
+		rec.status = ledger.StepDenied
 		rec.denied = []ledger.Denied{{Verb: "run", Kind: "command", Target: s.Command, Rule: perm.RuleDefault}}
 		if err := r.record(rec); err != nil {
 			return nil, err
@@ -165,7 +165,7 @@ func (r *runner) execStep(s Step) (*ledger.Halt, error) {
 	}
 	rec.evidence = append(rec.evidence, link)
 	if res.ExitCode != 0 {
-		rec.status = "failed"
+		rec.status = ledger.StepFailed
 	}
 	if s.Report != "" {
 		format, file := reportFormat, reportFile
@@ -246,8 +246,8 @@ func (r *runner) execStep(s Step) (*ledger.Halt, error) {
 		rec.evidence = append(rec.evidence, link)
 	}
 	r.state["steps"].(map[string]any)[s.ID] = map[string]any{"exit": int64(res.ExitCode), "timed_out": res.TimedOut}
-	if len(rec.denied) > 0 && rec.status == "ok" {
-		rec.status = "denied"
+	if len(rec.denied) > 0 && rec.status == ledger.StepOK {
+		rec.status = ledger.StepDenied
 	}
 	if err := r.record(rec); err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func (r *runner) finish(halt *ledger.Halt, results []gateOutcome, ws *cas.Link) 
 	}
 	if rc.Status != ledger.StatusPass {
 		if halt == nil {
-			halt = &ledger.Halt{Verdict: "UNKNOWN", Reason: "the gates did not all pass", Attempts: r.attempt}
+			halt = &ledger.Halt{Verdict: ledger.HaltUnknown, Reason: "the gates did not all pass", Attempts: r.attempt}
 		}
 		rc.Status = ledger.StatusHalt
 		halt.Preserved = rc.Artifacts

@@ -58,7 +58,7 @@ func (r *runner) evaluateGates() ([]gateOutcome, error) {
 		rec.gates = append(rec.gates, link)
 		out = append(out, gateOutcome{res: res, link: link, read: orEmpty(read)})
 		if res.Verdict != gate.Pass {
-			rec.status = "failed"
+			rec.status = ledger.StepFailed
 		}
 	}
 	return out, r.record(rec)

@@ -102,7 +102,7 @@ func (r *runner) record(rec stepRecord) error {
 // as a packet at once, so no copy of the state is kept meanwhile.
 func (r *runner) begin(step Step, kind string) (stepRecord, error) {
 	in, err := r.packet(r.state, "")
-	return stepRecord{step: step, kind: kind, input: in, started: r.now(), status: "ok"}, err
+	return stepRecord{step: step, kind: kind, input: in, started: r.now(), status: ledger.StepOK}, err
 }
 
 func orEmpty(l []cas.Link) []cas.Link {
@@ -181,7 +181,7 @@ func (r *runner) afterDenial(s Step, denied []ledger.Denied) *ledger.Halt {
 	}
 	d := denied[0]
 	return &ledger.Halt{
-		Verdict:      "DENIED",
+		Verdict:      ledger.HaltDenied,
 		Reason:       fmt.Sprintf("step %s: %s:%s:%s denied by %s", s.ID, d.Verb, d.Kind, d.Target, d.Rule),
 		RestartPoint: s.ID,
 	}

@@ -441,25 +441,32 @@ func TestReplayTimeInReasons(t *testing.T) {
 }
 
 func TestReplayUpstreamRecheck(t *testing.T) {
-	// An upstream receipt failed its re-check before the first step: the
-	// replay is given the same answer from the ledger, and stops there too.
+	// Older runtimes re-checked upstream receipts before the first step
+	// and recorded a refusal as an "upstream" transition and a HALT. This
+	// runtime makes no such check (a Work Order's acceptance does): the
+	// replay of such a ledger says so as its divergence, at seq 0, and
+	// runs nothing.
 	st := memstore.New()
-	pkg, err := haygent.Load(filepath.Join(fixtures, "haygents", "echo"))
+	res := replayRun(t, st, "echo", map[string]any{"value": "x"}, "", "")
+	r := res.Receipt
+	ts, _ := chainOf(t, st, r)
+	note := "upstream receipt " + cas.Sum(cas.DagCBOR, []byte("up")).String() + " failed its re-check: not the accepted receipt of its node"
+	first := ts[0]
+	first.Step, first.Kind, first.Status, first.Note = "upstream", "upstream", ledger.StepHalted, note
+	first.Evidence, first.SlotCalls, first.Gates = []cas.Link{}, []cas.Link{}, []cas.Link{}
+	r.Status, r.Halt, r.Output = ledger.StatusHalt, &ledger.Halt{Verdict: "UPSTREAM", Reason: note, LastEvidence: []cas.Link{}, Preserved: []ledger.Artifact{}}, nil
+	old := relink(t, st, r, []ledger.Transition{first})
+	got, err := replay.Run(context.Background(), st, old, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := cas.Sum(cas.DagCBOR, []byte("an upstream receipt"))
-	res, err := haygent.Run(context.Background(), pkg, map[string]any{"value": "x"}, haygent.Options{
-		Store: st, Key: replayKey, Upstream: []cid.Cid{up},
-		CheckUpstream: func(context.Context, cid.Cid) error { return errors.New("not the accepted receipt of its node") },
-	})
-	if err != nil {
-		t.Fatal(err)
+	d := got.Divergence
+	if got.OK() || d == nil || d.Seq != 0 || d.Field != "upstream re-check" || d.Recorded != note || !strings.Contains(d.Replayed, "no longer re-checks") {
+		t.Fatalf("replay of an upstream halt: %+v", d)
 	}
-	if res.Receipt.Status != ledger.StatusHalt || res.Receipt.Transitions != 1 {
-		t.Fatalf("%s after %d transitions", res.Receipt.Status, res.Receipt.Transitions)
+	if got.Replayed != 0 || got.Recorded != 1 {
+		t.Fatalf("recorded %d, replayed %d; want 1 and 0", got.Recorded, got.Replayed)
 	}
-	mustAgree(t, st, res.ReceiptCID, 1, replay.Options{})
 }
 
 func TestReplayShortLedger(t *testing.T) {

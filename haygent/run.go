@@ -71,9 +71,6 @@ type Options struct {
 	// Upstream lists the accepted receipts the input was built from (in a
 	// Work Order); they are recorded in the input packet.
 	Upstream []cid.Cid
-	// CheckUpstream, if set, re-checks each upstream receipt before the
-	// first step; an error halts the run before anything executes.
-	CheckUpstream func(ctx context.Context, receipt cid.Cid) error
 }
 
 // Result is what an invocation produced.
@@ -212,32 +209,6 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 		"adjustable": cas.FromJSON(adjustableDefaults(r.pkg.AdjustRaw)),
 		"steps":      map[string]any{},
 		"output":     map[string]any{},
-	}
-	if r.opts.CheckUpstream != nil {
-		for _, u := range r.opts.Upstream {
-			if err := r.opts.CheckUpstream(r.work, u); err != nil {
-				// A re-check cut short by the caller or by the run's time
-				// limit says nothing against the upstream receipt: it is
-				// no UPSTREAM halt, and with no step recorded yet there is
-				// no chain to sign.
-				if cerr := r.ctx.Err(); cerr != nil {
-					return nil, cerr
-				}
-				if r.work.Err() != nil {
-					return nil, fmt.Errorf("haygent: the run ended before its first step: run time limit of %s reached while re-checking upstream receipt %s: %v", r.pkg.Manifest.Timeouts.Run, u, err)
-				}
-				halt := &ledger.Halt{Verdict: "UPSTREAM", Reason: "upstream receipt " + u.String() + " failed its re-check: " + err.Error(), RestartPoint: r.pkg.Spine.Steps[0].ID}
-				rec, err := r.begin(Step{ID: "upstream"}, "upstream")
-				if err != nil {
-					return nil, err
-				}
-				rec.status, rec.note = "halted", halt.Reason
-				if err := r.record(rec); err != nil {
-					return nil, err
-				}
-				return r.finish(halt, nil, wsLink)
-			}
-		}
 	}
 	halt, results, err := r.loop()
 	if err != nil {

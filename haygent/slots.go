@@ -62,16 +62,16 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *ledger.Ha
 		}
 		call.Response = respLink
 		if err != nil {
-			call.Verdict = "error"
+			call.Verdict = ledger.SlotError
 			errs = []string{err.Error()}
 			// Once the run's time is up every further try fails the same
 			// way: the slot ran out of time, no proposal was rejected.
 			timedOut = r.work.Err() != nil
 		} else if prop, verr := r.verifyProposal(slot, raw); verr != nil {
-			call.Verdict = "rejected"
+			call.Verdict = ledger.SlotRejected
 			errs = verr
 		} else {
-			call.Verdict = "accepted"
+			call.Verdict = ledger.SlotAccepted
 			pl, err := r.packet(prop, AdjustSchema)
 			if err != nil {
 				return nil, nil, err
@@ -96,7 +96,7 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *ledger.Ha
 	var halt *ledger.Halt
 	switch {
 	case timedOut:
-		rec.status = "halted"
+		rec.status = ledger.StepHalted
 		rec.note = "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name + ": " + strings.Join(errs, "; ")
 		halt = &ledger.Halt{Verdict: string(gate.Timeout), Reason: "run time limit of " + r.pkg.Manifest.Timeouts.Run + " reached during slot " + name, RestartPoint: stepID}
 	case accepted != nil:
@@ -105,12 +105,12 @@ func (r *runner) callSlot(name, stepID, kind string) (map[string]any, *ledger.Ha
 			adj[k] = v
 		}
 	case slot.Fallback == "keep":
-		rec.status = "fallback"
+		rec.status = ledger.StepFallback
 		rec.note = "no acceptable proposal; kept the current values: " + strings.Join(errs, "; ")
 	default:
-		rec.status = "halted"
+		rec.status = ledger.StepHalted
 		rec.note = "no acceptable proposal after " + fmt.Sprint(slot.Limit) + " tries: " + strings.Join(errs, "; ")
-		halt = &ledger.Halt{Verdict: "REJECTED", Reason: "slot " + name + ": " + rec.note, RestartPoint: stepID}
+		halt = &ledger.Halt{Verdict: ledger.HaltRejected, Reason: "slot " + name + ": " + rec.note, RestartPoint: stepID}
 	}
 	if err := r.record(rec); err != nil {
 		return nil, nil, err

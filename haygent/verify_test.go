@@ -47,8 +47,7 @@ type runOpts struct {
 	now     func() time.Time
 	adapter haygent.Adapter
 
-	upstream      []cid.Cid
-	checkUpstream func(context.Context, cid.Cid) error
+	upstream []cid.Cid
 }
 
 // runHaygent runs the package in dir on st and returns the receipt.
@@ -72,7 +71,7 @@ func runHaygent(t *testing.T, st cas.Store, dir string, o runOpts) *haygent.Resu
 	}
 	res, err := haygent.Run(context.Background(), pkg, o.input, haygent.Options{
 		Store: st, Key: verifyKey, Workspace: ws, Now: o.now, RunID: o.runID, Adapter: o.adapter,
-		Upstream: o.upstream, CheckUpstream: o.checkUpstream,
+		Upstream: o.upstream,
 	})
 	if err != nil {
 		t.Fatalf("run %s: %v", dir, err)
@@ -346,22 +345,12 @@ func TestVerifyUpstream(t *testing.T) {
 	files := map[string]string{"data.bin": "x"}
 	t.Run("accepted", func(t *testing.T) {
 		st := memstore.New()
-		res := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{up},
-			checkUpstream: func(context.Context, cid.Cid) error { return nil }})
+		res := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{up}})
 		v := verifyOf(t, st, res.ReceiptCID, trusted)
 		wantOK(t, v)
 		if c := findCheck(v, "block hashes"); !strings.Contains(c.Detail, "1 upstream receipts not walked") {
 			t.Errorf("block hashes: %s", c.Detail)
 		}
-	})
-	t.Run("refused", func(t *testing.T) {
-		st := memstore.New()
-		res := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{up},
-			checkUpstream: func(context.Context, cid.Cid) error { return errors.New("not accepted") }})
-		if res.Receipt.Status != ledger.StatusHalt {
-			t.Fatalf("fixture run: %s", res.Receipt.Status)
-		}
-		wantOK(t, verifyOf(t, st, res.ReceiptCID, trusted))
 	})
 }
 
@@ -804,7 +793,6 @@ func TestVerifyContext(t *testing.T) {
 func TestVerifyReceiptChain(t *testing.T) {
 	dir := filepath.Join(fixtures, "haygents", "roundtrip")
 	files := map[string]string{"data.bin": "x"}
-	accept := func(context.Context, cid.Cid) error { return nil }
 	chain := func(t *testing.T, st cas.Store, c cid.Cid) []*verify.Verification {
 		t.Helper()
 		vs, err := verify.VerifyReceiptChain(context.Background(), st, c, trusted)
@@ -816,8 +804,8 @@ func TestVerifyReceiptChain(t *testing.T) {
 	t.Run("two levels, shared upstream", func(t *testing.T) {
 		st := memstore.New()
 		a := roundtripRun(t, st).ReceiptCID
-		b := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{a}, checkUpstream: accept}).ReceiptCID
-		c := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "y"}, upstream: []cid.Cid{a, b}, checkUpstream: accept}).ReceiptCID
+		b := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{a}}).ReceiptCID
+		c := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "y"}, upstream: []cid.Cid{a, b}}).ReceiptCID
 		vs := chain(t, st, c)
 		if len(vs) != 3 || vs[0].Receipt != a || vs[1].Receipt != b || vs[2].Receipt != c {
 			t.Fatalf("verified %d receipts, want a, b, c once each, upstream first", len(vs))
@@ -837,7 +825,7 @@ func TestVerifyReceiptChain(t *testing.T) {
 		if halt.Receipt.Status != ledger.StatusHalt {
 			t.Fatalf("fixture: %s", halt.Receipt.Status)
 		}
-		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{halt.ReceiptCID}, checkUpstream: accept}).ReceiptCID
+		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{halt.ReceiptCID}}).ReceiptCID
 		vs := chain(t, st, down)
 		wantOK(t, vs[0]) // the HALT itself is honest
 		wantFailed(t, vs[1], verify.CheckUpstream, halt.ReceiptCID.String(), "is a HALT, not a PASS")
@@ -845,7 +833,7 @@ func TestVerifyReceiptChain(t *testing.T) {
 	t.Run("upstream missing", func(t *testing.T) {
 		st := memstore.New()
 		gone := roundtripRun(t, memstore.New()).ReceiptCID // in another store
-		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{gone}, checkUpstream: accept}).ReceiptCID
+		down := runHaygent(t, st, dir, runOpts{files: files, upstream: []cid.Cid{gone}}).ReceiptCID
 		vs := chain(t, st, down)
 		wantFailed(t, vs[len(vs)-1], verify.CheckUpstream, gone.String(), "does not verify")
 	})

@@ -36,7 +36,7 @@ func (e *execution) accept(ctx context.Context, res result, out Outcome, pb pkgB
 		return fail(dag.Failed, "verify: %v", err)
 	}
 	acc := Acceptance{Type: TypeAcceptance, Receipt: cas.Link{Cid: out.Receipt}, Status: v.Status,
-		Verifier: VerifierName, At: e.s.stamp(), Verdict: "accepted"}
+		Verifier: VerifierName, At: e.s.stamp(), Verdict: Accepted}
 	for _, c := range v.Checks {
 		acc.Checks = append(acc.Checks, CheckRec{Name: c.Name, OK: c.OK, Detail: c.Detail})
 	}
@@ -45,7 +45,7 @@ func (e *execution) accept(ctx context.Context, res result, out Outcome, pb pkgB
 	}
 	acc.Checks = append(acc.Checks, sameWorkCheck(v, w))
 	if !v.OK() || !acc.Checks[len(acc.Checks)-1].OK {
-		acc.Verdict = "rejected"
+		acc.Verdict = Rejected
 	}
 	data, err := cas.Marshal(&acc)
 	if err != nil {
@@ -62,7 +62,7 @@ func (e *execution) accept(ctx context.Context, res result, out Outcome, pb pkgB
 	}
 	res.blocks = cas.Pack(blocks...)
 	switch {
-	case acc.Verdict != "accepted":
+	case acc.Verdict != Accepted:
 		for _, c := range acc.Checks {
 			if !c.OK {
 				return fail(dag.Failed, "receipt rejected: %s: %s", c.Name, c.Detail)

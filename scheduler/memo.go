@@ -133,7 +133,7 @@ func (e *execution) memo(ctx context.Context, c cid.Cid) (memoHit, bool) {
 	if err := st.View(ctx, c, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
 		return memoHit{}, false
 	}
-	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Status != ledger.StatusPass {
+	if acc.Type != TypeAcceptance || acc.Verdict != Accepted || acc.Status != ledger.StatusPass {
 		return memoHit{}, false
 	}
 	r, err := ledger.LoadReceipt(ctx, st, acc.Receipt.Cid)

@@ -218,7 +218,7 @@ func acceptedWork(ctx context.Context, st cas.Store, run, node string, trusted [
 	if err := st.View(ctx, n.Acceptance.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); err != nil {
 		return cid.Undef, fmt.Errorf("node %s of run %s: acceptance %s: %w", node, run, n.Acceptance.Cid, err)
 	}
-	if acc.Type != TypeAcceptance || acc.Verdict != "accepted" || acc.Receipt.Cid != n.Receipt.Cid {
+	if acc.Type != TypeAcceptance || acc.Verdict != Accepted || acc.Receipt.Cid != n.Receipt.Cid {
 		return cid.Undef, fmt.Errorf("node %s of run %s: its receipt %s was not accepted", node, run, n.Receipt.Cid)
 	}
 	v, err := verify.VerifyReceipt(ctx, st, n.Receipt.Cid, trusted)

@@ -92,12 +92,18 @@ type NodeRecord struct {
 	BreakerBase int64 `cbor:"breaker_base,omitempty"`
 }
 
+// Acceptance verdicts ([Acceptance].Verdict).
+const (
+	Accepted = "accepted"
+	Rejected = "rejected"
+)
+
 // Acceptance is the scheduler's independent check of a receipt.
 type Acceptance struct {
 	Type     string     `cbor:"type"`
 	Receipt  cas.Link   `cbor:"receipt"`
 	Checks   []CheckRec `cbor:"checks"`
-	Verdict  string     `cbor:"verdict"` // accepted, rejected
+	Verdict  string     `cbor:"verdict"` // Accepted or Rejected
 	Status   string     `cbor:"status"`  // the receipt's: PASS or HALT
 	Verifier string     `cbor:"verifier"`
 	At       string     `cbor:"at"`

@@ -386,7 +386,7 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *verify
 		c.Detail = fmt.Sprintf("%s is a %q, not an acceptance", n.Acceptance.Cid, acc.Type)
 	case acc.Receipt.Cid != n.Receipt.Cid:
 		c.Detail = fmt.Sprintf("%s accepts receipt %s, not the node's %s", n.Acceptance.Cid, acc.Receipt.Cid, n.Receipt.Cid)
-	case n.State == dag.Done && acc.Verdict != "accepted":
+	case n.State == dag.Done && acc.Verdict != Accepted:
 		c.Detail = fmt.Sprintf("the node is done but its acceptance says %q", acc.Verdict)
 	case acc.Status != rv.Status:
 		c.Detail = fmt.Sprintf("the acceptance records status %s, the receipt says %s", acc.Status, rv.Status)

@@ -595,7 +595,7 @@ func rejectedReceipt(ctx context.Context, st cas.Store, n scheduler.NodeRecord) 
 	switch {
 	case acc.Receipt.Cid != n.Receipt.Cid:
 		return "receipt never accepted: the node's acceptance is of " + acc.Receipt.Cid.String(), nil
-	case acc.Verdict != "accepted":
+	case acc.Verdict != scheduler.Accepted:
 		return "receipt rejected by the scheduler", nil
 	}
 	return "", nil

@@ -79,7 +79,7 @@ type Transition struct {
 	Permissions cas.Link   `cbor:"permissions"` // the permission snapshot block
 	StartedAt   string     `cbor:"started_at"`
 	FinishedAt  string     `cbor:"finished_at"`
-	Status      string     `cbor:"status"` // ok, failed, denied, halted
+	Status      string     `cbor:"status"` // a Step* status
 	Evidence    []cas.Link `cbor:"evidence"`
 	SlotCalls   []cas.Link `cbor:"slot_calls"`
 	Gates       []cas.Link `cbor:"gates"`
@@ -87,6 +87,23 @@ type Transition struct {
 	Note        string     `cbor:"note,omitempty"`
 	Prior       *cas.Link  `cbor:"prior,omitempty"`
 }
+
+// Step statuses: how a transition's step ended ([Transition].Status,
+// [StepRun].Status).
+const (
+	StepOK       = "ok"
+	StepFailed   = "failed"
+	StepDenied   = "denied"   // an operation the permissions refuse ended it
+	StepHalted   = "halted"   // the run halts at it
+	StepFallback = "fallback" // a slot without an acceptable proposal kept its values
+)
+
+// Slot call verdicts ([SlotCall].Verdict).
+const (
+	SlotAccepted = "accepted" // a proposal the runtime took
+	SlotRejected = "rejected" // a response that is not an acceptable proposal
+	SlotError    = "error"    // the adapter gave no response
+)
 
 // GateResult is one gate's verdict and the evidence it read.
 type GateResult struct {
@@ -112,7 +129,7 @@ type SlotCall struct {
 	PromptDigest string    `cbor:"prompt_digest"`
 	Projection   cas.Link  `cbor:"projection"` // packet
 	Response     cas.Link  `cbor:"response"`   // raw block
-	Verdict      string    `cbor:"verdict"`    // accepted, rejected, error
+	Verdict      string    `cbor:"verdict"`    // a Slot* verdict
 	Errors       []string  `cbor:"errors"`
 	Proposal     *cas.Link `cbor:"proposal,omitempty"` // packet, when accepted
 }

@@ -70,6 +70,14 @@ type Artifact struct {
 	Digest string   `cbor:"digest"`
 }
 
+// Halt verdicts besides a gate's own (gate.Verdict: FAIL, MISSING, STALE,
+// INVALID, CONTRADICTORY, TIMEOUT), which a halt on a gate carries.
+const (
+	HaltDenied   = "DENIED"   // an operation the permissions refuse
+	HaltRejected = "REJECTED" // a slot without an acceptable proposal, whose fallback is to halt
+	HaltUnknown  = "UNKNOWN"  // the gates did not all pass, and none is named
+)
+
 // Halt is why a run stopped short of PASS, and how to pick it up.
 type Halt struct {
 	FailedGate   string     `cbor:"failed_gate"`
