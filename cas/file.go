@@ -79,7 +79,7 @@ type PutOptions struct {
 // hg/file@1 index. It returns the root CID and the file size. Memory use is
 // bounded by a few dozen chunks whatever the size of r: chunks are hashed
 // on all cores while earlier ones are written.
-func PutFile(ctx context.Context, st Store, r io.Reader, opts *PutOptions) (cid.Cid, uint64, error) {
+func PutFile(ctx context.Context, st BlockWriter, r io.Reader, opts *PutOptions) (cid.Cid, uint64, error) {
 	if opts == nil {
 		opts = &PutOptions{}
 	}

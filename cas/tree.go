@@ -139,7 +139,7 @@ type TreeOptions struct {
 // hg/file@1, directories as hg/tree@1, symlinks as their target, never
 // followed. All blocks go through one [Writer], so a tree of many small
 // files costs few transactions. It returns the root tree CID.
-func PutTree(ctx context.Context, st Store, dir string, opts *TreeOptions) (cid.Cid, error) {
+func PutTree(ctx context.Context, st BlockWriter, dir string, opts *TreeOptions) (cid.Cid, error) {
 	if opts == nil {
 		opts = &TreeOptions{}
 	}

@@ -8,15 +8,16 @@ const (
 	defaultBatchBlocks = 4096
 )
 
-// Writer gathers blocks and stores them in few, large [BlockWriter.Put] calls, so
-// that putting thousands of small blocks costs a handful of transactions.
+// Writer gathers blocks and stores them in few, large [BlockWriter.Put]
+// calls, so that putting thousands of small blocks costs a handful of
+// transactions.
 // A full batch is stored in the background while the next one fills, so
 // hashing and reading overlap the store's writes and syncs; at most one
 // batch is in flight. A Writer is not safe for concurrent use. Blocks
 // added are only stored once [Writer.Flush] returns nil: call it before
 // handing out a root CID.
 type Writer struct {
-	st       Store
+	st       BlockWriter
 	pending  []Block
 	bytes    int
 	inflight chan error // the result of the batch being stored, or nil
@@ -58,7 +59,7 @@ func (w *Writer) put(ctx context.Context, batch []Block, onFlush func([]Block)) 
 }
 
 // NewWriter returns a Writer that stores into st.
-func NewWriter(st Store) *Writer { return &Writer{st: st} }
+func NewWriter(st BlockWriter) *Writer { return &Writer{st: st} }
 
 // Add queues b. When the batch is full it starts storing it, after waiting
 // for the batch before it; an error storing an earlier batch is returned
