@@ -14,7 +14,8 @@
 // interfaces ([BlockReader], [BlockWriter], [BlockEnumerator], [PinStore],
 // [RefStore]), and what only reads blocks takes a BlockReader. On top of
 // any Store: files and trees ([PutFile], [PutTree], hg/file@1 and
-// hg/tree@1 objects), walking and garbage collection ([GC]), checking
+// hg/tree@1 objects), bulk writes ([PutPacked], which a [BulkPutter]
+// store does its own way), walking and garbage collection ([GC]), checking
 // ([Fsck]), CARv1 bundles ([ExportCAR], [ImportCAR]), and values over the
 // block limit, stored out of line ([Outline], [PutObject]).
 //

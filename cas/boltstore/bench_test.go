@@ -2,8 +2,11 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -39,14 +42,7 @@ func reportBlocks(b *testing.B) {
 // BenchmarkPutSmall puts batches of 1000 new 1 KiB blocks through
 // Store.Put; one op is one batch. Compare with BenchmarkRawBoltSmall.
 func BenchmarkPutSmall(b *testing.B) {
-	dir := filepath.Join(b.TempDir(), "store")
-	if err := Init(dir); err != nil {
-		b.Fatal(err)
-	}
-	s, err := Open(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, _ := newStore(b)
 	defer s.Close()
 	batches := benchBlocks(b, b.N)
 	ctx := context.Background()
@@ -126,14 +122,7 @@ func BenchmarkSmallBlocksRatio(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	dir := filepath.Join(b.TempDir(), "store")
-	if err := Init(dir); err != nil {
-		b.Fatal(err)
-	}
-	s, err := Open(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, _ := newStore(b)
 	defer s.Close()
 	ctx := context.Background()
 
@@ -186,4 +175,76 @@ func BenchmarkSmallBlocksRatio(b *testing.B) {
 	b.ReportMetric(n/tRaw.Seconds(), "raw-blocks/s")
 	b.ReportMetric(n/tStore.Seconds(), "hg-blocks/s")
 	b.ReportMetric(tRaw.Seconds()/tStore.Seconds(), "hg/raw-ratio")
+}
+
+// plainPuts hides a store's PutPacked, so that cas.PutPacked stores
+// through Puts, as it does for a store that is no cas.BulkPutter.
+type plainPuts struct{ cas.BlockWriter }
+
+// benchCommit returns the blocks of a scheduler's commit of nodes nodes:
+// a Packed per node of perNode blocks of 64 to 1,023 bytes (receipts,
+// transitions, packets), new each time.
+func benchCommit(rng *rand.ChaCha8, nodes, perNode int) ([]cas.Packed, int) {
+	packs := make([]cas.Packed, nodes)
+	blocks := make([]cas.Block, perNode)
+	var sizes [2]byte
+	for i := range packs {
+		for j := range blocks {
+			rng.Read(sizes[:])
+			d := make([]byte, 64+int(binary.LittleEndian.Uint16(sizes[:]))%960)
+			rng.Read(d)
+			blocks[j] = cas.NewBlock(cas.Raw, d)
+		}
+		packs[i] = cas.Pack(blocks...)
+	}
+	return packs, nodes * perNode
+}
+
+// BenchmarkPutPackedRatio measures, in one sitting, what a scheduler's
+// commit costs the store (as in scheduler's BenchmarkScheduler on bbolt):
+// run after run of commits of 2,000 nodes' blocks, a dozen small blocks a
+// node, each into a store that grows with them. The same commits go into
+// two stores: through PutPacked (key order, bulkChunk blocks a
+// transaction), and through cas.PutPacked for a store that is no
+// BulkPutter (a cas.Writer's Puts, in the order packed), which goes
+// first alternating. It reports both rates and plain/bulk, the time of
+// the plain puts over that of the bulk ones. HG_BENCH_COMMITS sets the
+// commits of a run (default 10).
+func BenchmarkPutPackedRatio(b *testing.B) {
+	const nodes, perNode = 2000, 12
+	commits := 10
+	if s := os.Getenv("HG_BENCH_COMMITS"); s != "" {
+		commits, _ = strconv.Atoi(s)
+	}
+	ctx := context.Background()
+	var tBulk, tPlain time.Duration
+	total := 0
+	for i := range b.N {
+		bulk, _ := newStore(b)
+		plain, _ := newStore(b)
+		rng := rand.NewChaCha8([32]byte{byte(i)})
+		for c := range commits {
+			packs, n := benchCommit(rng, nodes, perNode)
+			total += n
+			timed := func(st cas.BlockWriter) time.Duration {
+				start := time.Now()
+				if err := cas.PutPacked(ctx, st, packs...); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			if c%2 == 0 {
+				tBulk += timed(bulk)
+				tPlain += timed(plainPuts{plain})
+			} else {
+				tPlain += timed(plainPuts{plain})
+				tBulk += timed(bulk)
+			}
+		}
+		bulk.Close()
+		plain.Close()
+	}
+	b.ReportMetric(float64(total)/tBulk.Seconds(), "bulk-blocks/s")
+	b.ReportMetric(float64(total)/tPlain.Seconds(), "plain-blocks/s")
+	b.ReportMetric(tPlain.Seconds()/tBulk.Seconds(), "plain/bulk")
 }

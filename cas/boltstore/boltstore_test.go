@@ -22,7 +22,7 @@ import (
 
 // newStore makes a store in a temporary directory and opens it for
 // writing; the test closes it.
-func newStore(t *testing.T) (*Store, string) {
+func newStore(t testing.TB) (*Store, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), ".haygent")
 	if err := Init(dir); err != nil {

@@ -15,9 +15,9 @@ import (
 // (see startChild). The child finds its orders in the environment.
 const (
 	envChild  = "HG_TEST_CHILD"         // "1" in a child
-	envMode   = "HG_TEST_CHILD_MODE"    // what the child does: "hold" or "crash"
+	envMode   = "HG_TEST_CHILD_MODE"    // what the child does: "hold", "crash", "bulkcrash" or "compact"
 	envDir    = "HG_TEST_CHILD_DIR"     // the store directory
-	envRun    = "HG_TEST_CHILD_RUN"     // crash: which run this is, for the data
+	envRun    = "HG_TEST_CHILD_RUN"     // crash, bulkcrash: which run this is, for the data
 	envKillAt = "HG_TEST_CHILD_KILL_AT" // compact: the point at which the child kills itself
 )
 
@@ -50,6 +50,12 @@ func child(mode, dir string) error {
 			return fmt.Errorf("bad %s: %v", envRun, err)
 		}
 		return crashChild(dir, run)
+	case "bulkcrash":
+		var run int
+		if _, err := fmt.Sscan(os.Getenv(envRun), &run); err != nil {
+			return fmt.Errorf("bad %s: %v", envRun, err)
+		}
+		return bulkCrashChild(dir, run)
 	case "compact":
 		return compactChild(dir, os.Getenv(envKillAt))
 	}

@@ -8,10 +8,10 @@
 //	}
 //
 // The suite checks what the written contract of [cas.Store] promises and
-// nothing more: round trips, idempotent and batched writes, not-found and
-// corruption errors, key order, context cancellation, pins (listed and
-// looked up one by one), refs, use after Close, and concurrent use (run
-// it under -race).
+// nothing more: round trips, idempotent, batched and bulk writes
+// ([cas.PutPacked]), not-found and corruption errors, key order, context
+// cancellation, pins (listed and looked up one by one), refs, use after
+// Close, and concurrent use (run it under -race).
 package storetest
 
 import (
@@ -58,6 +58,7 @@ func RunWithOptions(t *testing.T, open func(t *testing.T) cas.Store, opts Option
 		{"GetReturnsCopy", s.testGetReturnsCopy},
 		{"PutIdempotent", s.testPutIdempotent},
 		{"PutMany", s.testPutMany},
+		{"PutPacked", s.testPutPacked},
 		{"PutOverLimit", s.testPutOverLimit},
 		{"NotFound", s.testNotFound},
 		{"View", s.testView},
@@ -299,6 +300,52 @@ func (s *suite) testPutIdempotent(t *testing.T) {
 	}
 }
 
+// testPutPacked: cas.PutPacked (the store's own PutPacked, if it is a
+// cas.BulkPutter) stores every block of every pack, and nothing else:
+// blocks of every size, in several packs, an empty pack, a block in two
+// packs and one stored before.
+func (s *suite) testPutPacked(t *testing.T) {
+	st := s.store(t)
+	ctx := context.Background()
+	before := rawBlock("packed-before", 300)
+	put(t, st, before)
+	var blocks []cas.Block
+	for i := range 600 {
+		blocks = append(blocks, rawBlock(fmt.Sprint("packed-", i), 10+i*37%5000))
+	}
+	blocks = append(blocks, sampleBlocks(t)...)
+	packs := []cas.Packed{
+		cas.Pack(blocks[:100]...),
+		cas.Pack(),
+		cas.Pack(append(blocks[100:400:400], blocks[5], before)...),
+		cas.Pack(blocks[400:]...),
+	}
+	if err := cas.PutPacked(ctx, st, packs...); err != nil {
+		t.Fatalf("PutPacked: %v", err)
+	}
+	want := map[cid.Cid]int{before.CID(): len(before.Data())}
+	for _, b := range blocks {
+		want[b.CID()] = len(b.Data())
+	}
+	keys := allKeys(t, st)
+	if len(keys) != len(want) {
+		t.Errorf("AllKeys after PutPacked: %d keys, want %d", len(keys), len(want))
+	}
+	for _, k := range keys {
+		if size, ok := want[k.c]; !ok || size != k.size {
+			t.Errorf("AllKeys after PutPacked: %s of %d bytes, not a block put", k.c, k.size)
+		}
+	}
+	for _, b := range blocks {
+		if got := get(t, st, b.CID()); !bytes.Equal(got, b.Data()) {
+			t.Fatalf("Get(%s) after PutPacked: wrong bytes", b.CID())
+		}
+	}
+	if err := cas.PutPacked(ctx, st); err != nil {
+		t.Errorf("PutPacked of nothing: %v", err)
+	}
+}
+
 func (s *suite) testPutMany(t *testing.T) {
 	st := s.store(t)
 	const n = 2000
@@ -516,6 +563,7 @@ func (s *suite) testContextCancelled(t *testing.T) {
 	})
 	checkCancelled(t, "View", err)
 	checkCancelled(t, "Put", st.Put(ctx, b))
+	checkCancelled(t, "PutPacked", cas.PutPacked(ctx, st, cas.Pack(b)))
 	checkCancelled(t, "Delete", st.Delete(ctx, a.CID()))
 	checkCancelled(t, "AllKeys", st.AllKeys(ctx, func(cid.Cid, int) error {
 		t.Error("AllKeys called fn with a cancelled context")
@@ -779,6 +827,9 @@ func (s *suite) testUseAfterClose(t *testing.T) {
 	}
 	if err := st.Put(ctx, rawBlock("after", 10)); err == nil {
 		t.Error("Put after Close: nil error")
+	}
+	if err := cas.PutPacked(ctx, st, cas.Pack(rawBlock("after", 10))); err == nil {
+		t.Error("PutPacked after Close: nil error")
 	}
 	if err := st.Delete(ctx, a.CID()); err == nil {
 		t.Error("Delete after Close: nil error")
