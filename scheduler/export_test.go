@@ -13,14 +13,6 @@ func EncodeRecord(rec *Record) ([]cas.Block, cid.Cid, error) {
 	return encodeRecord(context.Background(), rec, nil)
 }
 
-// SetCommitChunk sets how many blocks go in one commit transaction, until
-// the returned function restores it.
-func SetCommitChunk(n int) (restore func()) {
-	old := commitChunk
-	commitChunk = n
-	return func() { commitChunk = old }
-}
-
 // SetSignaturesAhead sets how many batches of signatures may be checked
 // ahead of the nodes' verification, until the returned function restores
 // it.

@@ -42,6 +42,11 @@ type noClose struct{ cas.Store }
 
 func (noClose) Close() error { return nil }
 
+// PutPacked keeps the store's own bulk put, if it has one.
+func (n noClose) PutPacked(ctx context.Context, packs ...cas.Packed) error {
+	return cas.PutPacked(ctx, n.Store, packs...)
+}
+
 // noCloseAdopter keeps an in-memory store's Adopt, so that committed
 // blocks are handed over rather than copied.
 type noCloseAdopter struct {
