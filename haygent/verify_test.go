@@ -14,6 +14,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/cas/storetest"
 	"github.com/haygent/hg/haygent"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
@@ -658,7 +659,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 		wantPassed(t, v, "signature")
 	})
 	t.Run("transition corrupted", func(t *testing.T) {
-		st := memstore.New()
+		st := storetest.NewCorruptible(memstore.New())
 		res := roundtripRun(t, st)
 		head := res.Receipt.Head.Cid
 		data, err := st.Get(context.Background(), head)
@@ -674,7 +675,7 @@ func TestVerifyBlocksDamaged(t *testing.T) {
 	t.Run("file chunk corrupted", func(t *testing.T) {
 		// The package tree is part of the closure: its raw chunks are
 		// hashed too.
-		st := memstore.New()
+		st := storetest.NewCorruptible(memstore.New())
 		res := roundtripRun(t, st)
 		var chunk cid.Cid
 		err := cas.Walk(context.Background(), st, []cid.Cid{res.ReceiptCID}, nil, func(c cid.Cid, _ []byte) error {

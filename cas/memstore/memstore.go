@@ -14,9 +14,8 @@ import (
 // its [Names]. The zero value is not usable; call [New].
 type Store struct {
 	*Names
-	g       guard // of blocks and tainted
-	blocks  arena
-	tainted map[cid.Cid][]byte // bytes Corrupt put in place of blocks
+	g      guard // of blocks
+	blocks arena
 }
 
 // New returns an empty store.
@@ -60,21 +59,14 @@ func (s *Store) View(ctx context.Context, c cid.Cid, fn func([]byte) error) erro
 	if ok {
 		data = s.blocks.data(l)
 	}
-	bad, tainted := s.tainted[c]
 	unlock()
 	if !ok {
 		return &cas.NotFoundError{CID: c}
 	}
 	// Bytes can only enter through Put and Adopt, copied from cas.Block
 	// values, which match their CIDs, into arena space never written
-	// again; only the Corrupt test hook can make them wrong, so only its
-	// blocks need hashing again.
-	if tainted {
-		if err := cas.Verify(c, bad); err != nil {
-			return err
-		}
-		data = bad
-	}
+	// again: they need no hashing again. (Tests that damage blocks wrap
+	// the store in a storetest.Corruptible.)
 	return fn(data)
 }
 
@@ -112,7 +104,6 @@ func (s *Store) Delete(ctx context.Context, cids ...cid.Cid) error {
 	defer unlock()
 	for _, c := range cids {
 		s.blocks.remove(c)
-		delete(s.tainted, c)
 	}
 	return nil
 }
@@ -130,11 +121,7 @@ func (s *Store) AllKeys(ctx context.Context, fn func(cid.Cid, int) error) error 
 	}
 	all := make([]kv, 0, s.blocks.len())
 	s.blocks.each(func(c cid.Cid, l loc) {
-		size := int(l.n)
-		if bad, ok := s.tainted[c]; ok {
-			size = len(bad)
-		}
-		all = append(all, kv{c, size})
+		all = append(all, kv{c, int(l.n)})
 	})
 	unlock()
 	slices.SortFunc(all, func(a, b kv) int { return compareKeys(a.c, b.c) })
@@ -160,24 +147,4 @@ func (s *Store) Close() error {
 		err = nerr
 	}
 	return err
-}
-
-// Corrupt replaces the stored bytes of c without rehashing, so tests can
-// check that reads catch a flipped byte. It reports whether c was present.
-//
-// Deprecated: tests wrap the store in a
-// [github.com/haygent/hg/cas/storetest.Corruptible] and damage blocks
-// there. This hook, and the check of its blocks in View, stay only until
-// the last tests that call it have moved.
-func (s *Store) Corrupt(c cid.Cid, data []byte) bool {
-	s.g.mu.Lock()
-	defer s.g.mu.Unlock()
-	if _, ok := s.blocks.find(c); !ok {
-		return false
-	}
-	if s.tainted == nil {
-		s.tainted = map[cid.Cid][]byte{}
-	}
-	s.tainted[c] = slices.Clone(data)
-	return true
 }

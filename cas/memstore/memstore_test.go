@@ -13,30 +13,10 @@ import (
 	"github.com/multiformats/go-multihash"
 )
 
+// The store itself; a memstore wrapped to be damaged is in storetest's
+// own tests (storetest.Corruptible).
 func TestConformance(t *testing.T) {
-	storetest.RunWithOptions(t, func(*testing.T) cas.Store { return memstore.New() }, storetest.Options{
-		Corrupt: func(t *testing.T, s cas.Store, c cid.Cid, data []byte) {
-			if !s.(*memstore.Store).Corrupt(c, data) {
-				t.Fatalf("Corrupt(%s): block not stored", c)
-			}
-		},
-	})
-}
-
-func TestCorruptedBlockIsCaught(t *testing.T) {
-	ctx := context.Background()
-	st := memstore.New()
-	a, b := cas.NewBlock(cas.Raw, []byte("a")), cas.NewBlock(cas.Raw, []byte("b"))
-	if err := st.Put(ctx, a, b); err != nil {
-		t.Fatal(err)
-	}
-	st.Corrupt(b.CID(), []byte("not b"))
-	if _, err := st.Get(ctx, b.CID()); !errors.Is(err, cas.ErrCorrupt) {
-		t.Fatalf("Get of the corrupted block: %v", err)
-	}
-	if got, err := st.Get(ctx, a.CID()); err != nil || string(got) != "a" {
-		t.Fatalf("Get of the other block = %q, %v", got, err)
-	}
+	storetest.Run(t, func(*testing.T) cas.Store { return memstore.New() })
 }
 
 // TestArena fills the arena across many chunks, with blocks of every size
