@@ -27,15 +27,9 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	defer st.Close()
 	pinned := func(name string) cid.Cid {
-		pins, err := st.Pins(ctx)
+		c, err := st.Pin(ctx, name)
 		ts.Check(err)
-		for _, p := range pins {
-			if p.Name == name {
-				return p.CID
-			}
-		}
-		ts.Fatalf("no pin %q", name)
-		return cid.Undef
+		return c
 	}
 	key, err := ledger.LoadKey(filepath.Join(dir, "keys", "runner.key"))
 	ts.Check(err)
