@@ -23,9 +23,11 @@
 //	HG_BLOBS    Object Store: block lists too big for a message
 //
 // Whoever comes first (engine or worker) creates the streams and the
-// bucket; an existing one is used as it is. Work messages and results
-// older than a day, and objects older than a day, are removed by the
-// server, which bounds what engines that died leave behind.
+// bucket, kept by [Names.Replicas] servers of a cluster (default 1; the
+// consumers inherit it); an existing one is used as it is. Work
+// messages and results older than a day, and objects older than a day,
+// are removed by the server, which bounds what engines that died leave
+// behind.
 //
 // # Messages
 //
