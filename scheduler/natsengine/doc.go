@@ -94,7 +94,10 @@
 // failed) is handed back, and a worker that dies lets its ack wait run
 // out; either way the message is redelivered, at most MaxDeliver times
 // in all, after which the server's max-deliveries advisory fails the
-// invocation at the engine.
+// invocation at the engine. Once the engine has an outcome, it removes
+// the invocation from the queue as well: one whose ack was lost (its
+// worker died right after answering, a failover dropped the ack) is not
+// handed out and run again after its acceptance.
 //
 // [Options.Timeout] (10 minutes by default) bounds each invocation from
 // publication to outcome: one that no worker picked up, or that a worker

@@ -248,6 +248,10 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			case StateError:
 				return fail("worker %s: %s", r.Worker, r.Error)
 			case StateDone:
+				// Off the queue, should the worker's ack be lost (it
+				// died, a failover dropped it): handed out again, the
+				// invocation would run again after its acceptance.
+				go e.forget(seq)
 				return e.outcome(ctx, inv, id, r)
 			default:
 				e.abandon(id, seq)
@@ -298,6 +302,14 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 // work queue if no worker took it.
 func (e *Engine) abandon(id string, seq uint64) {
 	_ = e.nc.Publish(e.opts.cancelSubject(id), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.work.DeleteMsg(ctx, seq)
+}
+
+// forget removes an answered invocation from the work queue, where the
+// worker's ack has usually removed it already.
+func (e *Engine) forget(seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.work.DeleteMsg(ctx, seq)
