@@ -21,6 +21,7 @@ import (
 	"github.com/haygent/hg/scheduler"
 	"github.com/haygent/hg/scheduler/natsengine"
 	"github.com/ipfs/go-cid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -420,6 +421,97 @@ func TestWorkspaceEngineChecks(t *testing.T) {
 	}
 }
 
+// A worker fetches a workspace block once: a second invocation on the
+// same tree takes every block from its cache, and the engine puts none
+// again.
+func TestWorkspaceWorkerCache(t *testing.T) {
+	url := startServer(t)
+	fetched, put := 0, 0
+	var mu sync.Mutex
+	startWorker(t, url, natsengine.WorkerOptions{Key: workerKeys[0], Workspaces: natsengine.WorkspaceOptions{
+		Fetched: func(cid.Cid, int) { mu.Lock(); fetched++; mu.Unlock() },
+	}})
+	e := newEngine(t, url, natsengine.Options{Timeout: 30 * time.Second, BlockPut: func(cid.Cid, int) { mu.Lock(); put++; mu.Unlock() }})
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "a.bin"), pseudoRandom(3<<20, 3))
+	mustWrite(t, filepath.Join(dir, "sub/b.txt"), []byte("b\n"))
+	root, blocks := treeBlocks(t, dir)
+	inv := echoInvocation(t)
+	inv.Workspace, inv.WorkspaceBlocks = root, blocks
+	for i, node := range []string{"first", "second"} {
+		inv.Node = node
+		out, err := e.Invoke(context.Background(), inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[cid.Cid]bool{}
+		for _, b := range out.Blocks {
+			have[b.CID()] = true
+		}
+		for _, b := range blocks {
+			if !have[b.CID()] {
+				t.Errorf("%s: the outcome lacks workspace block %s", node, b.CID())
+			}
+		}
+		mu.Lock()
+		want := 0
+		if i == 0 {
+			want = len(blocks)
+		}
+		if fetched != want || put != want {
+			t.Errorf("%s: fetched %d and put %d blocks, want %d", node, fetched, put, want)
+		}
+		fetched, put = 0, 0
+		mu.Unlock()
+	}
+}
+
+// A workspace node runs through NATS exactly as in this process: the
+// same trees, the same acceptance, and a run that verifies.
+func TestWorkspaceEdgeOnWorkers(t *testing.T) {
+	files := map[string][]byte{"data.txt": []byte("the data\n"), "secret.txt": []byte("no one reads this\n"), "sub/deep.txt": []byte("deep\n")}
+	file, _ := wsOrder(t, files)
+
+	local := memstore.New()
+	_, lrec := runOrder(t, file, local, nil, nil)
+	if lrec.Status != scheduler.StatusDone {
+		t.Fatalf("local run: %s %s", lrec.Status, lrec.Reason)
+	}
+
+	url := startServer(t)
+	for _, k := range workerKeys {
+		startWorker(t, url, natsengine.WorkerOptions{Key: k})
+	}
+	e := newEngine(t, url, natsengine.Options{Timeout: time.Minute})
+	st := memstore.New()
+	trusted := []ed25519.PublicKey{pub(workerKeys[0]), pub(workerKeys[1])}
+	id, rec := runOrder(t, file, st, e, trusted)
+	if rec.Status != scheduler.StatusDone {
+		t.Fatalf("run on workers: %s %s", rec.Status, rec.Reason)
+	}
+	for _, name := range []string{"writer", "reader"} {
+		l, r := receiptOf(t, local, lrec, name), receiptOf(t, st, rec, name)
+		if l.Workspace.Cid != r.Workspace.Cid || l.FinalWorkspace.Cid != r.FinalWorkspace.Cid || r.Status != ledger.StatusPass {
+			t.Errorf("%s: on workers %s -> %s (%s), in this process %s -> %s", name, r.Workspace.Cid, r.FinalWorkspace.Cid, r.Status, l.Workspace.Cid, l.FinalWorkspace.Cid)
+		}
+	}
+	if w, r := receiptOf(t, st, rec, "writer"), receiptOf(t, st, rec, "reader"); r.Workspace.Cid != w.FinalWorkspace.Cid {
+		t.Errorf("the reader started from %s, not the writer's final workspace %s", r.Workspace.Cid, w.FinalWorkspace.Cid)
+	}
+	root, err := st.GetRef(context.Background(), scheduler.RefNamespace, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := scheduler.VerifyRun(context.Background(), st, root, trusted, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK() {
+		node, c := v.FirstFailure()
+		t.Fatalf("the run does not verify: %s %+v", node, c)
+	}
+}
+
 // pseudoRandom returns n bytes that neither compress nor repeat, the same
 // for the same seed.
 func pseudoRandom(n int, seed byte) []byte {
@@ -430,3 +522,127 @@ func pseudoRandom(n int, seed byte) []byte {
 	return out
 }
 
+// meter runs invocations one at a time on an engine and counts, by node,
+// the workspace blocks the engine put in the blocks bucket.
+type meter struct {
+	e  *natsengine.Engine
+	nc *nats.Conn // the engine's
+
+	mu   sync.Mutex
+	node string
+	put  map[string]map[cid.Cid]int // node -> block -> bytes
+	out  map[string]uint64          // node -> bytes the engine's connection sent
+}
+
+func (m *meter) blockPut(c cid.Cid, size int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.put[m.node] == nil {
+		m.put[m.node] = map[cid.Cid]int{}
+	}
+	m.put[m.node][c] += size
+}
+
+func (m *meter) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
+	m.mu.Lock()
+	m.node = inv.Node
+	m.mu.Unlock()
+	before := m.nc.Stats().OutBytes
+	out, err := m.e.Invoke(ctx, inv)
+	m.mu.Lock()
+	m.out[inv.Node] = m.nc.Stats().OutBytes - before
+	m.mu.Unlock()
+	return out, err
+}
+
+func sum(m map[cid.Cid]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// Two nodes share a 50 MB workspace (8 MB under -short) over two workers:
+// the writer's invocation puts every block of it in the bucket, the
+// reader's (which starts from the writer's final workspace: the same tree
+// and out.txt) puts none of those again, only the few the writer made;
+// and no worker fetches a block twice.
+func TestWorkspaceSharedOnce(t *testing.T) {
+	size := 50 << 20
+	if testing.Short() {
+		size = 8 << 20
+	}
+	file, ws := wsOrder(t, map[string][]byte{
+		"data.txt": []byte("the data\n"), "big/one.bin": pseudoRandom(size-size/4, 1), "big/two.bin": pseudoRandom(size/4, 2),
+	})
+	_, given := treeBlocks(t, ws)
+	inGiven := map[cid.Cid]bool{}
+	givenBytes := 0
+	for _, b := range given {
+		inGiven[b.CID()] = true
+		givenBytes += len(b.Data())
+	}
+
+	url := startServer(t)
+	var mu sync.Mutex
+	fetched := map[string]map[cid.Cid]int{}
+	for i, k := range workerKeys {
+		name := fmt.Sprintf("worker%d", i)
+		fetched[name] = map[cid.Cid]int{}
+		startWorker(t, url, natsengine.WorkerOptions{Key: k, Workspaces: natsengine.WorkspaceOptions{
+			Fetched: func(c cid.Cid, size int) { mu.Lock(); fetched[name][c]++; mu.Unlock() },
+		}})
+	}
+	m := &meter{put: map[string]map[cid.Cid]int{}, out: map[string]uint64{}, nc: connect(t, url)}
+	var err error
+	if m.e, err = natsengine.New(m.nc, natsengine.Options{Timeout: 3 * time.Minute, BlockPut: m.blockPut, Log: t.Logf}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.e.Close() })
+	st := memstore.New()
+	start := time.Now()
+	_, rec := runOrder(t, file, st, m, []ed25519.PublicKey{pub(workerKeys[0]), pub(workerKeys[1])})
+	if rec.Status != scheduler.StatusDone {
+		t.Fatalf("run: %s %s", rec.Status, rec.Reason)
+	}
+	t.Logf("ran in %v", time.Since(start).Round(time.Millisecond))
+	w, r := receiptOf(t, st, rec, "writer"), receiptOf(t, st, rec, "reader")
+	if r.Workspace.Cid != w.FinalWorkspace.Cid {
+		t.Fatalf("the reader started from %s, not the writer's final workspace %s", r.Workspace.Cid, w.FinalWorkspace.Cid)
+	}
+
+	first, second := m.put["writer"], m.put["reader"]
+	t.Logf("workspace of %d blocks, %d bytes; put for the writer: %d blocks, %d bytes; for the reader: %d blocks, %d bytes",
+		len(given), givenBytes, len(first), sum(first), len(second), sum(second))
+	t.Logf("the engine's connection sent %d bytes for the writer, %d for the reader", m.out["writer"], m.out["reader"])
+	for c := range inGiven {
+		if first[c] == 0 {
+			t.Errorf("block %s of the workspace was not put for the writer", c)
+		}
+	}
+	for c, n := range second {
+		if inGiven[c] {
+			t.Errorf("block %s of the shared workspace was put again for the reader (%d bytes)", c, n)
+		}
+	}
+	if sum(first) < size || sum(second) > 64<<10 {
+		t.Errorf("put %d bytes for the writer and %d for the reader, want at least %d and at most 64 KiB", sum(first), sum(second), size)
+	}
+	// Everything the engine sent for the reader (its message, the new
+	// blocks, the bucket's lookups) is far less than one chunk of the tree.
+	if m.out["reader"] > cas.ChunkSize/4 {
+		t.Errorf("the engine sent %d bytes for the reader", m.out["reader"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, got := range fetched {
+		n := 0
+		for c, k := range got {
+			n += k
+			if k > 1 {
+				t.Errorf("%s fetched block %s %d times", name, c, k)
+			}
+		}
+		t.Logf("%s fetched %d blocks", name, n)
+	}
+}
