@@ -47,6 +47,10 @@
 //
 // A workspace's blocks are not in the message: they travel through
 // HG_BLOCKS (below). A "workspace" that is not a defined CID is refused.
+// A block's object in HG_BLOCKS holds the block's bytes and nothing else
+// (no envelope): at most [cas.MaxBlockSize] of them (a bigger object is
+// refused by its info, unread), which must hash to the CID its name
+// gives.
 //
 // A remote worker cannot ask the scheduler anything, nor need it: the
 // scheduler verifies every receipt it gets, and accepts one only if its
@@ -66,7 +70,9 @@
 // Neither the package's own blocks nor the blocks of the workspace the
 // invocation was given are sent back: the engine has them and adds them
 // to the [scheduler.Outcome] (so a final workspace's unchanged blocks do
-// not travel back; its new ones come with the outcome's blocks).
+// not travel back; its new ones come with the outcome's blocks). A worker
+// that leaves out other blocks gains nothing: the scheduler refuses a
+// receipt whose closure is not whole.
 //
 // # Large invocations and outcomes
 //
