@@ -466,6 +466,42 @@ func TestWorkspaceWorkerCache(t *testing.T) {
 	}
 }
 
+// Invocations on the same tree at once put each of its blocks once.
+func TestWorkspaceConcurrentPutOnce(t *testing.T) {
+	url := startServer(t)
+	for _, k := range workerKeys {
+		startWorker(t, url, natsengine.WorkerOptions{Key: k, Jobs: 2})
+	}
+	var mu sync.Mutex
+	put := map[cid.Cid]int{}
+	e := newEngine(t, url, natsengine.Options{Timeout: 30 * time.Second, BlockPut: func(c cid.Cid, _ int) { mu.Lock(); put[c]++; mu.Unlock() }})
+	dir := t.TempDir()
+	for i := range 6 {
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("f%d.bin", i)), pseudoRandom(300<<10, byte(10+i)))
+	}
+	root, blocks := treeBlocks(t, dir)
+	inv := echoInvocation(t)
+	inv.Workspace, inv.WorkspaceBlocks = root, blocks
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			inv := inv
+			inv.Node = fmt.Sprintf("n%d", i)
+			if _, err := e.Invoke(context.Background(), inv); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, b := range blocks {
+		if put[b.CID()] != 1 {
+			t.Errorf("block %s put %d times, want once", b.CID(), put[b.CID()])
+		}
+	}
+}
+
 // A workspace node runs through NATS exactly as in this process: the
 // same trees, the same acceptance, and a run that verifies.
 func TestWorkspaceEdgeOnWorkers(t *testing.T) {
