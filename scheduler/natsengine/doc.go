@@ -21,9 +21,11 @@
 //	            of its own and acks (so removes) what it read
 //	hg.cancel.ID  core subject: an engine gave up on ID (ctx ended, timeout)
 //	HG_BLOBS    Object Store: block lists too big for a message
+//	HG_BLOCKS   Object Store: workspace blocks, each an object named
+//	            "block-CID" ([BlockObject]: the CID's canonical text form)
 //
 // Whoever comes first (engine or worker) creates the streams and the
-// bucket; an existing one is used as it is. Work messages and results
+// buckets; an existing one is used as it is. Work messages and results
 // older than a day, and objects older than a day, are removed by the
 // server, which bounds what engines that died leave behind.
 //
@@ -40,7 +42,15 @@
 //	 "run", "node", "package": link to the package tree,
 //	 "blocks": [every block of the package tree],
 //	 "object": "invocation-ID" (only when the blocks are in HG_BLOBS; blocks is then empty),
-//	 "input": the input, as a data-model map, "upstream": [links]}
+//	 "input": the input, as a data-model map, "upstream": [links],
+//	 "workspace": link to the workspace tree (only for a node given one)}
+//
+// A workspace's blocks are not in the message: they travel through
+// HG_BLOCKS (below). A "workspace" that is not a defined CID is refused.
+// A block's object in HG_BLOCKS holds the block's bytes and nothing else
+// (no envelope): at most [cas.MaxBlockSize] of them (a bigger object is
+// refused by its info, unread), which must hash to the CID its name
+// gives.
 //
 // A remote worker cannot ask the scheduler anything, nor need it: the
 // scheduler verifies every receipt it gets, and accepts one only if its
@@ -56,9 +66,13 @@
 //
 // "started" says which worker took it; "done" carries the outcome; "error"
 // says why it could not be carried out (a message refused, a package that
-// does not load, an input the contract refuses). The package's own blocks
-// are not sent back: the engine has them and adds them to the
-// [scheduler.Outcome].
+// does not load, an input the contract refuses, a workspace refused).
+// Neither the package's own blocks nor the blocks of the workspace the
+// invocation was given are sent back: the engine has them and adds them
+// to the [scheduler.Outcome] (so a final workspace's unchanged blocks do
+// not travel back; its new ones come with the outcome's blocks). A worker
+// that leaves out other blocks gains nothing: the scheduler refuses a
+// receipt whose closure is not whole.
 //
 // # Large invocations and outcomes
 //
@@ -71,6 +85,51 @@
 // and the outcome's object once it has them. Blocks read from an object
 // are verified against their CIDs like inline ones.
 //
+// # Workspaces
+//
+// A node's workspace travels block by block, each block once, through
+// HG_BLOCKS, an Object Store in which every block is one object whose
+// name is derived from its CID. Before it queues an invocation, the
+// engine makes sure every block of the workspace is there: a block it
+// put (or found) less than half the bucket's TTL ago is skipped without
+// asking, one whose object is there with the block's size and SHA-256
+// digest (the Object Store's own, from the object's info) is not put
+// again, and any other is put, so garbage under a block's name is
+// replaced. [Options.BlockPut] is told of each block put. A second node
+// on the same tree, or on a tree that shares most of its blocks (a final
+// workspace handed on along an edge), puts only the blocks that are new.
+//
+// A worker walks the tree from the root named in the message, a level at
+// a time: it takes a block from its cache of verified blocks
+// ([WorkspaceOptions].CacheBytes, 1 GiB by default, oldest dropped first)
+// or fetches its object, four at a time, and verifies it against
+// its CID ([cas.NewBlockWithCID]) before it reads a link from it or
+// caches it; only links read from verified blocks are followed. So a
+// block crosses the wire from the server at most once per worker while
+// it stays in that worker's cache, and a worker never runs on, nor keeps,
+// a block it did not hash. It refuses, with an "error" reply, and runs
+// nothing: a block whose bytes do not match its CID, a block that is not
+// in the bucket, an object over [cas.MaxBlockSize] (by its info, before
+// it is read), and a tree of more blocks or bytes than
+// [WorkspaceOptions].MaxBlocks and MaxBytes (1<<20 blocks and 4 GiB by
+// default; the bytes are counted before each block is fetched, the
+// blocks as links are read), which bounds what a message naming a
+// gigantic tree can make it fetch or hold. The whole tree is then written
+// out by the [scheduler.Local] engine it runs, as in the scheduler's own
+// process.
+//
+// Why the Object Store and not a have/want exchange: a worker still
+// cannot ask its engine anything (above), so an engine need not serve
+// requests, and a want list from a worker (of any size) is nothing an
+// engine ever reads; the engine sends each block once whichever worker
+// takes the invocation, the server keeps it for every worker, and the
+// bytes an engine sends for a node depend only on which blocks are new,
+// not on which worker took it. The price: one object (a meta message and
+// its chunks) per block, so a tree of many small files costs a round
+// trip per new block the first time; blocks are not bundled. Block
+// objects are not deleted when an invocation ends (other invocations and
+// engines use them): the bucket's TTL removes them.
+//
 // # Verification
 //
 // A worker verifies every package block against its CID
@@ -78,8 +137,9 @@
 // is refused (terminated, and its engine told why with an "error"
 // reply). The package is unpacked with [cas.GetTree] from the package CID
 // and loaded with [haygent.Load], once per package CID for the life of
-// [Serve]. The engine verifies every outcome block the same way before
-// the scheduler sees it, and the scheduler then verifies the receipt.
+// [Serve]. Workspace blocks are verified as they arrive (above). The
+// engine verifies every outcome block the same way before the scheduler
+// sees it, and the scheduler then verifies the receipt.
 //
 // # Delivery, failures and time limits
 //
@@ -104,9 +164,6 @@
 //
 // # Limits
 //
-// Workspaces do not travel to workers: each invocation gets a new empty
-// directory, and the engine refuses to queue one whose node the Work
-// Order gives a workspace.
 // The memo key the scheduler computes names its own adapter, not the
 // worker's. Unpacked packages are kept until Serve returns. Who may
 // publish or subscribe on the subjects is NATS's business (accounts and

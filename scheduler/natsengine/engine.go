@@ -30,6 +30,9 @@ type Options struct {
 	InlineLimit int
 	// Log, if set, is told of messages the engine drops.
 	Log func(format string, args ...any)
+	// BlockPut, if set, is told of every workspace block the engine puts
+	// in the blocks bucket, with its size.
+	BlockPut func(c cid.Cid, size int)
 }
 
 // Engine runs invocations on workers over NATS JetStream; it implements
@@ -42,6 +45,7 @@ type Engine struct {
 	opts  Options
 	id    string
 	limit int
+	put   *blockPutter // workspace blocks
 
 	cons     jetstream.ConsumeContext
 	consName string
@@ -95,10 +99,15 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsengine: stream %s: %w", opts.Stream, err)
 	}
+	put, err := newBlockPutter(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		nc: nc, js: js, obs: obs, work: work, opts: opts, id: newID(),
 		limit:   inlineLimit(opts.InlineLimit, nc.MaxPayload()),
 		waiting: map[string]*waiter{}, bySeq: map[uint64]string{}, closed: make(chan struct{}),
+		put: put,
 	}
 	e.consName = "hg-engine-" + e.id
 	cons, err := js.CreateConsumer(ctx, opts.Results, jetstream.ConsumerConfig{
@@ -153,18 +162,18 @@ func (e *Engine) deleteConsumer() {
 // Invoke implements [scheduler.Engine]: it publishes the invocation to
 // the work queue and waits for a worker's outcome, ctx's end, or the
 // timeout. The outcome's blocks are verified against their CIDs here and
-// the receipt is left to the scheduler to verify; the package's blocks,
-// which workers do not send back, are added from inv.
+// the receipt is left to the scheduler to verify; the blocks of the
+// package and of the workspace, which workers do not send back, are added
+// from inv.
 func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
 	select {
 	case <-e.closed:
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: engine closed", inv.Node)
 	default:
 	}
-	if inv.Workspace.Defined() {
-		// A worker would run it in an empty directory, and the scheduler
-		// refuse the receipt: said now, before anything is queued.
-		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: its workspace %s does not travel to workers: run the Work Order without --nats", inv.Node, inv.Workspace)
+	// The workspace's blocks go to the blocks bucket, those not there yet.
+	if err := e.put.workspace(ctx, inv); err != nil {
+		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, err)
 	}
 	id := newID()
 	w := &waiter{events: make(chan event, 8), done: make(chan struct{})}
@@ -291,6 +300,7 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 		have[b.CID()] = true
 	}
 	blocks = append(blocks, withoutBlocks(inv.PackageBlocks, have)...)
+	blocks = withBlocks(blocks, inv.WorkspaceBlocks) // not sent back either
 	return scheduler.Outcome{Receipt: r.Receipt.Cid, Blocks: blocks}, nil
 }
 

@@ -30,6 +30,9 @@ type Names struct {
 	// Bucket is the Object Store holding block lists too big for a
 	// message. Default "HG_BLOBS".
 	Bucket string
+	// Blocks is the Object Store holding workspace blocks, each an
+	// object named by its CID ([BlockObject]). Default "HG_BLOCKS".
+	Blocks string
 }
 
 func (n Names) withDefaults() Names {
@@ -47,6 +50,9 @@ func (n Names) withDefaults() Names {
 	}
 	if n.Bucket == "" {
 		n.Bucket = "HG_BLOBS"
+	}
+	if n.Blocks == "" {
+		n.Blocks = "HG_BLOCKS"
 	}
 	return n
 }

@@ -37,17 +37,18 @@ type wireBlock struct {
 
 // wireRequest is the body of a work message.
 type wireRequest struct {
-	Type     string          `cbor:"type"`
-	ID       string          `cbor:"id"`
-	Reply    string          `cbor:"reply"`
-	Deadline string          `cbor:"deadline"`
-	Run      string          `cbor:"run"`
-	Node     string          `cbor:"node"`
-	Package  cas.Link        `cbor:"package"`
-	Blocks   []wireBlock     `cbor:"blocks"`
-	Object   string          `cbor:"object,omitempty"`
-	Input    cbor.RawMessage `cbor:"input"`
-	Upstream []cas.Link      `cbor:"upstream"`
+	Type      string          `cbor:"type"`
+	ID        string          `cbor:"id"`
+	Reply     string          `cbor:"reply"`
+	Deadline  string          `cbor:"deadline"`
+	Run       string          `cbor:"run"`
+	Node      string          `cbor:"node"`
+	Package   cas.Link        `cbor:"package"`
+	Blocks    []wireBlock     `cbor:"blocks"`
+	Object    string          `cbor:"object,omitempty"`
+	Input     cbor.RawMessage `cbor:"input"`
+	Upstream  []cas.Link      `cbor:"upstream"`
+	Workspace *cas.Link       `cbor:"workspace,omitempty"`
 }
 
 // wireReply is the body of a result message.
@@ -76,7 +77,9 @@ type Request struct {
 	// Object, if set, names the Object Store object that holds the
 	// package blocks; Invocation.PackageBlocks is then empty.
 	Object string
-	// Invocation is the work.
+	// Invocation is the work. Its Workspace travels, by CID; its
+	// WorkspaceBlocks do not (they go through the blocks bucket), and a
+	// decoded request has none.
 	Invocation scheduler.Invocation
 }
 
@@ -100,6 +103,9 @@ func EncodeRequest(r *Request) ([]byte, error) {
 	}
 	for _, u := range inv.Upstream {
 		w.Upstream = append(w.Upstream, cas.Link{Cid: u})
+	}
+	if inv.Workspace.Defined() {
+		w.Workspace = &cas.Link{Cid: inv.Workspace} // its blocks travel through the blocks bucket
 	}
 	return cas.Marshal(&w)
 }
@@ -147,6 +153,12 @@ func DecodeRequest(data []byte) (*Request, error) {
 	r.Invocation = scheduler.Invocation{Run: w.Run, Node: w.Node, Package: w.Package.Cid, PackageBlocks: blocks, Input: input}
 	for _, u := range w.Upstream {
 		r.Invocation.Upstream = append(r.Invocation.Upstream, u.Cid)
+	}
+	if w.Workspace != nil {
+		if !w.Workspace.Cid.Defined() {
+			return refuse("workspace: an undefined CID")
+		}
+		r.Invocation.Workspace = w.Workspace.Cid
 	}
 	return r, nil
 }

@@ -50,6 +50,9 @@ type WorkerOptions struct {
 	Dir string
 	// Log, if set, is told of each invocation taken, refused or finished.
 	Log func(format string, args ...any)
+	// Workspaces bound the workspaces this worker fetches and the cache
+	// of their blocks.
+	Workspaces WorkspaceOptions
 }
 
 // worker is one Serve in progress.
@@ -60,6 +63,8 @@ type worker struct {
 	pub   string // the key's text form, in replies
 	limit int
 	base  string // unpacked packages, one directory per package CID
+
+	ws *fetcher // workspaces: the cache of their blocks, the blocks bucket
 
 	mu      sync.Mutex
 	pkgs    map[cid.Cid]*pkgEntry
@@ -120,6 +125,10 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 	if err != nil {
 		return fmt.Errorf("natsengine: work consumer: %w", err)
 	}
+	ws, err := newFetcher(ctx, js, o)
+	if err != nil {
+		return err
+	}
 	base, err := os.MkdirTemp(o.Dir, "hg-worker-")
 	if err != nil {
 		return err
@@ -130,6 +139,7 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		pub:   ledger.FormatPublicKey(o.Key.Public().(ed25519.PublicKey)),
 		limit: inlineLimit(o.InlineLimit, nc.MaxPayload()),
 		pkgs:  map[cid.Cid]*pkgEntry{}, running: map[string]context.CancelFunc{},
+		ws: ws,
 	}
 	sub, err := nc.Subscribe(o.cancelSubject("*"), w.onCancel)
 	if err != nil {
@@ -216,6 +226,10 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	ent, err := w.pkg(runCtx, req)
 	var out scheduler.Outcome
+	var wsSet map[cid.Cid]bool
+	if err == nil && inv.Workspace.Defined() {
+		inv.WorkspaceBlocks, wsSet, err = w.ws.workspace(runCtx, inv.Workspace)
+	}
 	if err == nil {
 		inv.PackageBlocks = ent.blocks
 		local := &scheduler.Local{Key: w.o.Key, Adapter: w.o.Adapter,
@@ -240,8 +254,9 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 		return
 	}
-	// The engine has the package: its blocks are not sent back.
-	blocks := withoutBlocks(out.Blocks, ent.set)
+	// The engine has the package and the workspace: their blocks are not
+	// sent back.
+	blocks := withoutBlocks(withoutBlocks(out.Blocks, ent.set), wsSet)
 	r := wireReply{State: StateDone, Receipt: &cas.Link{Cid: out.Receipt}}
 	if !w.answer(ctx, msg, req, r, blocks) {
 		_ = msg.NakWithDelay(2 * time.Second)
