@@ -384,3 +384,70 @@ func TestRunNATSNoWorker(t *testing.T) {
 		}
 	}
 }
+
+// A worker killed with SIGKILL in the middle of a node: hg run says the
+// worker went silent and that the node waits for redelivery, another
+// worker gets it once the ack wait (15 s) runs out, and the run is done.
+func TestRunNATSKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS server, two workers and waits out an ack wait")
+	}
+	srv := startNATS(t, true)
+	hg := hgBinary(t)
+	stores := initStores(t, hg, "worker1", "worker2", "scheduler")
+	workers := []*workerProc{
+		startJSONWorker(t, hg, stores[0], srv.url()),
+		startJSONWorker(t, hg, stores[1], srv.url()),
+	}
+	for _, w := range workers {
+		w.next(t, "connected")
+	}
+	wo, _ := filepath.Abs("../../fixtures/workorders/slow-chain.json")
+	run := exec.Command(hg, "--store", stores[2], "run", "--nats", srv.url(), "--trust", workers[0].key, "--trust", workers[1].key, "--run-id", "run-killed", wo)
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	run.Stdout = io.Discard
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- run.Wait() }()
+	// Kill whichever worker takes the second node first.
+	var killed *workerProc
+	deadline := time.Now().Add(time.Minute)
+	for killed == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker took node n2")
+		}
+		for _, w := range workers {
+			for _, ev := range w.all() {
+				if ev["event"] == "took" && ev["node"] == "n2" {
+					killed = w
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	killed.cmd.Process.Kill()
+	select {
+	case err := <-finished:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(3 * time.Minute):
+		run.Process.Kill()
+		t.Fatalf("the run did not finish after a worker was killed\n%s", stderr.String())
+	}
+	st, err := status(t, hg, stores[2], "run-killed")
+	if err != nil || st.Status != "done" {
+		t.Fatalf("run: %+v %v", st, err)
+	}
+	out := stderr.String()
+	t.Logf("hg run's stderr:\n%s", out)
+	if !strings.Contains(out, "node n2: worker "+killed.key+" took it and went silent") || !strings.Contains(out, "waiting for redelivery") {
+		t.Errorf("hg run did not say the killed worker went silent:\n%s", out)
+	}
+	if !strings.Contains(out, "has it now") {
+		t.Errorf("hg run did not say who has the node now:\n%s", out)
+	}
+}

@@ -435,7 +435,7 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 				}
 				if !silent && now.Sub(since) > e.opts.Silence {
 					silent = true
-					notice(NoticeSilent, worker, fmt.Sprintf("node %s: worker %s took it and went silent %v ago; waiting for redelivery to another worker", inv.Node, worker, roughly(now.Sub(since))))
+					notice(NoticeSilent, worker, fmt.Sprintf("node %s: worker %s took it and went silent (not heard from for %v); waiting for redelivery to another worker", inv.Node, worker, roughly(now.Sub(since))))
 				}
 			case !upAt.IsZero() && now.Sub(upAt) < max(e.opts.NoWorkerAfter, reconnectGrace):
 				// Workers' pulls went with the server; they renew them
@@ -563,7 +563,7 @@ func (e *Engine) timeoutReason(published time.Time, worker string, heard time.Ti
 	case worker == "":
 		fmt.Fprintf(&b, "not picked up by any worker within %v (is 'hg worker' running on stream %s?)", e.opts.Timeout, e.opts.Stream)
 	case silent:
-		fmt.Fprintf(&b, "worker %s took it and went silent %v ago; no other worker took it since", worker, roughly(time.Since(heard)))
+		fmt.Fprintf(&b, "worker %s took it and went silent (not heard from for %v); no other worker took it since", worker, roughly(time.Since(heard)))
 	default:
 		fmt.Fprintf(&b, "worker %s took it but sent no outcome within %v (last heard from %v ago)", worker, e.opts.Timeout, roughly(time.Since(heard)))
 	}
