@@ -309,6 +309,9 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) deleteConsumer() {
+	if !e.nc.IsConnected() {
+		return // its InactiveThreshold removes it
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.js.DeleteConsumer(ctx, e.opts.Results, e.consName)
@@ -611,6 +614,11 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 // work queue if no worker took it.
 func (e *Engine) abandon(id string, seq uint64) {
 	_ = e.nc.Publish(e.opts.cancelSubject(id), nil)
+	if !e.nc.IsConnected() {
+		// No server to ask: a worker that takes the message later
+		// drops it, past its deadline.
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.work.DeleteMsg(ctx, seq)

@@ -492,3 +492,69 @@ func startWorkerOn(t *testing.T, nc *nats.Conn, o natsengine.WorkerOptions) {
 		}
 	})
 }
+
+// A timeout names its cause: the server unreachable for part of the
+// wait, or the worker that took the invocation and went silent.
+func TestTimeoutNamesCause(t *testing.T) {
+	t.Run("outage", func(t *testing.T) {
+		srv := newRestartable(t, true)
+		seen := newNotices()
+		e, err := natsengine.New(connectForever(t, srv.url()), natsengine.Options{Timeout: 2 * time.Second, Log: t.Logf, Notify: seen.add(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		nc := connect(t, srv.url())
+		ids, err := nc.SubscribeSync("hg.work.*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Invoke(context.Background(), echoInvocation(t))
+			done <- err
+		}()
+		if _, err := ids.NextMsg(20 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		srv.stop()
+		err = <-done
+		if err == nil || !strings.Contains(err.Error(), "the NATS server was unreachable for") {
+			t.Errorf("Invoke: %v, want the outage named", err)
+		}
+	})
+	t.Run("silent", func(t *testing.T) {
+		url := startServer(t)
+		e := newEngine(t, url, natsengine.Options{Timeout: 3 * time.Second, Silence: 200 * time.Millisecond})
+		nc := connect(t, url)
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cons, err := js.CreateOrUpdateConsumer(ctx, "HG_WORK", jetstream.ConsumerConfig{
+			Durable: "hg-workers", FilterSubject: "hg.work.*", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent := ledger.FormatPublicKey(pub(rogueKey))
+		go func() {
+			msg, err := cons.Next(jetstream.FetchContext(ctx))
+			if err != nil {
+				return
+			}
+			req, err := natsengine.DecodeRequest(msg.Data())
+			if err != nil {
+				return
+			}
+			started, _ := cas.Marshal(map[string]any{"type": natsengine.TypeReply, "id": req.ID, "state": natsengine.StateStarted, "worker": silent})
+			_, _ = js.Publish(ctx, req.Reply, started)
+		}()
+		_, err = e.Invoke(ctx, echoInvocation(t))
+		if err == nil || !strings.Contains(err.Error(), silent+" took it and went silent") {
+			t.Errorf("Invoke: %v, want the silent worker named", err)
+		}
+	})
+}
