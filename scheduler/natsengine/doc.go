@@ -67,7 +67,9 @@
 // which worker says it has the invocation and that it is still heard
 // from, for what the engine says while it waits; it never completes,
 // accepts or fails an invocation. Anyone who can publish on the subject
-// can make an engine believe a worker is busy, and no more.
+// can make an engine believe a worker is busy, and no more. A worker
+// older than heartbeats is said to be silent after [Options.Silence]
+// while it runs a long invocation: a notice, nothing more.
 //
 // "started" says which worker took it; "done" carries the outcome; "error"
 // says why it could not be carried out (a message refused, a package that
