@@ -451,3 +451,29 @@ func TestRunNATSKilledWorker(t *testing.T) {
 		t.Errorf("hg run did not say who has the node now:\n%s", out)
 	}
 }
+
+// What the NATS engine notices goes on a line of its own, escaped (a
+// worker names itself as it likes), above the progress line, which is
+// drawn again; on a pipe, just the line; after the run, no redraw.
+func TestRunProgressNote(t *testing.T) {
+	var term strings.Builder
+	p := newRunProgress(&term, true, 2, nil)
+	p.note("node a: worker \x1b[2Kevil took it and went silent")
+	got := term.String()
+	if !strings.Contains(got, "hg: node a: worker \\x1b[2Kevil took it and went silent\n\rhg: 0/2 nodes done") {
+		t.Errorf("terminal: %q", got)
+	}
+	p.finish()
+	term.Reset()
+	p.note("reconnected")
+	if term.String() != "hg: reconnected\n" {
+		t.Errorf("after finish: %q", term.String())
+	}
+	var pipe strings.Builder
+	p = newRunProgress(&pipe, false, 2, nil)
+	p.note("lost the NATS server")
+	p.finish()
+	if pipe.String() != "hg: lost the NATS server\n" {
+		t.Errorf("pipe: %q", pipe.String())
+	}
+}
