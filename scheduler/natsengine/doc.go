@@ -20,6 +20,7 @@
 //	            outcomes; each engine reads its own ENGINE through a consumer
 //	            of its own and acks (so removes) what it read
 //	hg.cancel.ID  core subject: an engine gave up on ID (ctx ended, timeout)
+//	hg.beat.ENGINE.ID  core subject: a worker's heartbeat while it runs ID
 //	HG_BLOBS    Object Store: block lists too big for a message
 //	HG_BLOCKS   Object Store: workspace blocks, each an object named
 //	            "block-CID" ([BlockObject]: the CID's canonical text form)
@@ -63,6 +64,22 @@
 //	 "blocks": [the blocks the invocation wrote] (done),
 //	 "object": "outcome-ID-N" (done, when the blocks are in HG_BLOBS),
 //	 "error": text (error)}
+//
+// While it runs an invocation, a worker publishes a heartbeat on the
+// core subject hg.beat.ENGINE.ID (ENGINE and ID from the reply subject)
+// when it takes it and then every AckWait/3, at least every 5 seconds:
+//
+//	{"type": "hg/nats-heartbeat@1", "id": ID, "worker": "ed25519:..."}
+//
+// The engine decodes it strictly (canonical DAG-CBOR, exactly these
+// fields, an id that is the subject's, a key in its text form) and drops
+// anything else. A heartbeat is information only: it tells the engine
+// which worker says it has the invocation and that it is still heard
+// from, for what the engine says while it waits; it never completes,
+// accepts or fails an invocation. Anyone who can publish on the subject
+// can make an engine believe a worker is busy, and no more. A worker
+// older than heartbeats is said to be silent after [Options.Silence]
+// while it runs a long invocation: a notice, nothing more.
 //
 // "started" says which worker took it; "done" carries the outcome; "error"
 // says why it could not be carried out (a message refused, a package that
@@ -154,15 +171,49 @@
 // in all, after which the server's max-deliveries advisory fails the
 // invocation at the engine.
 //
+// A worker's AckWait is 15 seconds by default ([WorkerOptions.AckWait]),
+// kept alive by progress acks every AckWait/3: a worker that is killed
+// (SIGKILL, a machine lost) holds its invocation for at most that long
+// before the server hands it to another.
+//
 // [Options.Timeout] (10 minutes by default) bounds each invocation from
-// publication to outcome: one that no worker picked up, or that a worker
-// took but did not answer, fails with an error saying which. When ctx
+// publication to outcome. The error of one that times out names the
+// cause: the server unreachable for N of the last M seconds (the engine
+// follows its connection), no worker consuming, a worker that took it
+// and went silent, or one still heard from but without an outcome.
+//
+// # What the engine says while it waits
+//
+// [Options.Notify] is told, as a [Notice]: that the engine lost the
+// server (it reconnects; the caller's connection should never stop
+// trying: nats.MaxReconnects(-1), as hg does) and regained it; that an
+// invocation has waited [Options.NoWorkerAfter] (5 seconds) untaken and
+// twice in a row the workers' consumer had no pull waiting and no
+// message pending (or does not exist): no worker consumes, said once
+// until a worker takes something; that the worker that took an
+// invocation sent nothing (no notice, no heartbeat) for
+// [Options.Silence] (10 seconds) while the engine was connected, so
+// the invocation waits for redelivery; and that another worker took it
+// then. An invocation made while the server is away is published once
+// it is back (the message id makes a retried publish a duplicate the
+// server drops), until its deadline.
+//
+// A server without JetStream is refused by [New] and [Serve] with
+// [ErrNoJetStream]: start it with nats-server -js. When ctx
 // ends or the timeout passes, the engine removes the message from the
 // queue if it is still there and tells workers to stop it. The deadline
 // travels in the message, so workers do not start what their engine gave
 // up on; it assumes the clocks of engine and workers roughly agree.
 //
 // # Limits
+//
+// A worker unpacks packages in a directory of
+// its own that it locks for its life ([cas.MkdirOwnedTemp]); on start
+// it removes those that killed workers left in the same place.
+//
+// A worker reports what it does as [WorkerEvent]s ([WorkerOptions.Events]):
+// connected, took, done, failed, refused, dropped, stopped, handed back,
+// error, each with its time and the invocation's id, run and node.
 //
 // The memo key the scheduler computes names its own adapter, not the
 // worker's. Unpacked packages are kept until Serve returns. Who may

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -16,6 +17,9 @@ const (
 	TypeRequest = "hg/nats-invocation@1" // an invocation, engine to worker
 	TypeReply   = "hg/nats-outcome@1"    // a notice or an outcome, worker to engine
 	TypeBlocks  = "hg/nats-blocks@1"     // a list of blocks kept in the Object Store
+	// TypeHeartbeat is a worker's "still working on it", on a core
+	// subject: information for the engine's progress, never evidence.
+	TypeHeartbeat = "hg/nats-heartbeat@1"
 )
 
 // States of a reply.
@@ -61,6 +65,34 @@ type wireReply struct {
 	Blocks  []wireBlock `cbor:"blocks,omitempty"`
 	Object  string      `cbor:"object,omitempty"`
 	Error   string      `cbor:"error,omitempty"`
+}
+
+// wireHeartbeat is the body of a heartbeat: a worker says it is still
+// running invocation ID.
+type wireHeartbeat struct {
+	Type   string `cbor:"type"`
+	ID     string `cbor:"id"`
+	Worker string `cbor:"worker"`
+}
+
+// decodeHeartbeat decodes a heartbeat strictly: canonical DAG-CBOR with
+// exactly its fields, its type, an invocation id and a worker key in
+// their text forms.
+func decodeHeartbeat(data []byte) (*wireHeartbeat, error) {
+	var w wireHeartbeat
+	if err := cas.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if w.Type != TypeHeartbeat {
+		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeHeartbeat)
+	}
+	if !validID(w.ID) {
+		return nil, fmt.Errorf("%w: bad invocation id %q", ErrRefused, w.ID)
+	}
+	if _, err := ledger.ParsePublicKey(w.Worker); err != nil {
+		return nil, fmt.Errorf("%w: worker: %v", ErrRefused, err)
+	}
+	return &w, nil
 }
 
 // wireBlocks is the content of an Object Store object.
