@@ -22,6 +22,10 @@ type builtinOp struct {
 	// the workspace under the package's permissions (making an empty one
 	// for a run given none) before the op runs.
 	files bool
+	// writes names the argument that holds the workspace file the op
+	// writes, for an op that writes one (the lint refuses a report file
+	// such an op can write).
+	writes string
 	// run does the op. It marks the step failed through the call (a
 	// failure the run records and goes on from); an error is for a run
 	// that cannot go on (the store failed).
@@ -36,7 +40,7 @@ var builtinOps = []builtinOp{
 	{name: "copy_field", run: (*builtinCall).copyField},
 	{name: "digest", files: true, run: (*builtinCall).digest},
 	{name: "digest_equal", run: (*builtinCall).digestEqual},
-	{name: "write_file", files: true, run: (*builtinCall).writeFile},
+	{name: "write_file", files: true, writes: "path", run: (*builtinCall).writeFile},
 	{name: "read_file", files: true, run: (*builtinCall).readFile},
 	{name: "roundtrip", files: true, run: (*builtinCall).roundtrip},
 	{name: "approval", run: (*builtinCall).approval},

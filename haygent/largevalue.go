@@ -35,30 +35,10 @@ func (r *runner) fitBlock(v any, data []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s object of %d bytes is over the block limit of %d bytes: %w", name, len(data), cas.MaxBlockSize, cas.ErrTooLarge)
 	}
-	// The budget of the payload: the limit less what the packet's other
-	// fields take (an empty map is one byte).
-	frame := *p
-	frame.Payload = map[string]any{}
-	head, err := cas.Marshal(&frame)
-	if err != nil {
-		return nil, err
-	}
-	payload, err := cas.Outline(p.Payload, cas.MaxBlockSize-(len(head)-1), func(enc []byte) (cid.Cid, error) {
+	return ledger.EncodePacket(p, func(enc []byte) (cid.Cid, error) {
 		c, _, err := cas.PutFile(r.ctx, r.st, bytes.NewReader(enc), &cas.PutOptions{Writer: r.w})
 		return c, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("packet of %d bytes cannot be brought within the block limit of %d bytes: %w", len(data), cas.MaxBlockSize, err)
-	}
-	frame.Payload = payload
-	out, err := cas.Marshal(&frame)
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > cas.MaxBlockSize {
-		return nil, fmt.Errorf("packet of %d bytes is over the block limit of %d bytes even with its values stored apart: %w", len(out), cas.MaxBlockSize, cas.ErrTooLarge)
-	}
-	return out, nil
 }
 
 // checkInputLinks refuses an input holding a link: in a stored payload a

@@ -166,11 +166,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 	} else if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
-	inPacket := &ledger.Packet{Type: ledger.TypePacket, Schema: InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
-	for _, u := range r.opts.Upstream {
-		inPacket.Upstream = append(inPacket.Upstream, cas.Link{Cid: u})
-	}
-	in, err := r.put(inPacket)
+	in, err := r.put(ledger.NewInputPacket(InputSchema, input, r.opts.Upstream))
 	if err != nil {
 		return nil, tooLargeInput(err)
 	}

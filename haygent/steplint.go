@@ -8,9 +8,10 @@ import (
 )
 
 // checkReportPaths refuses an exec step whose report file another step can
-// write before it: a builtin write_file or copy to that path puts there
-// whatever its template or its source (a slot's answer, the input) says,
-// and the runtime would then refuse the report as not the command's work.
+// write before it: a builtin op that writes a file (write_file, as the op
+// table says) puts there whatever its template or its source (a slot's
+// answer, the input) says, and the runtime would then refuse the report as
+// not the command's work.
 func checkReportPaths(p *Package, add func(string, string, ...any)) {
 	for i, s := range p.Spine.Steps {
 		if s.Kind != StepExec {
@@ -22,10 +23,11 @@ func checkReportPaths(p *Package, add func(string, string, ...any)) {
 		}
 		want := path.Clean(file)
 		for j, w := range p.Spine.Steps {
-			if w.Kind != StepBuiltin || w.Op != "write_file" {
+			op, ok := builtinOpNamed(w.Op)
+			if w.Kind != StepBuiltin || !ok || op.writes == "" {
 				continue
 			}
-			target, _ := w.Args["path"].(string)
+			target, _ := w.Args[op.writes].(string)
 			if target != "" && path.Clean(target) == want {
 				add(SpineFile, "step %d (%q): report file %q is written by step %d (%q, %s): a report is evidence only when the step's own command writes it",
 					i, s.ID, file, j, w.ID, w.Op)

@@ -53,6 +53,8 @@ func (s *Scheduler) Execute(ctx context.Context, plan *Plan, run string) (*Recor
 			rec.Nodes[i].State = dag.Pending // died mid-node: run it again
 		}
 	}
+	// The keys this process trusts join those of the processes before.
+	rec.Trusted = trustedKeys(rec.Trusted, s.opts.Trusted)
 	var tripped []*NodeRecord // breakers the retry opened
 	for i := range rec.Nodes {
 		n := &rec.Nodes[i]

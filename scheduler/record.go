@@ -2,11 +2,14 @@ package scheduler
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -44,6 +47,13 @@ type Record struct {
 	// bound before it started (none for an order without decisions).
 	Class     string        `cbor:"class,omitempty"`
 	Decisions []DecisionRec `cbor:"decisions,omitempty"`
+	// Trusted are the runner keys whose receipts the run accepted, in
+	// their text form ("ed25519:..."), sorted: its own runner key, the
+	// store's trusted keys and any given for the run (hg run --trust), of
+	// every process that executed it. Information: hg verify trusts only
+	// the keys its user gives it. Left out of records made before it
+	// existed, which keep their CIDs.
+	Trusted []string `cbor:"trusted,omitempty"`
 	// Events are what moved nodes outside the scheduler's forward moves,
 	// oldest first: circuit breakers opened and reset, re-measurements
 	// that regressed a node, nodes rewritten or deleted by a person (see
@@ -150,6 +160,7 @@ type storedRecord struct {
 	Class     string        `cbor:"class,omitempty"`
 	Decisions []DecisionRec `cbor:"decisions,omitempty"`
 	Events    *cas.Link     `cbor:"events,omitempty"` // the newest hg/runevents@1
+	Trusted   []string      `cbor:"trusted,omitempty"`
 }
 
 type runPage struct {
@@ -205,7 +216,7 @@ func encodeRecord(ctx context.Context, rec *Record, cache *pageCache) ([]cas.Blo
 	root := storedRecord{Type: rec.Type, Run: rec.Run, WorkOrder: rec.WorkOrder, Name: rec.Name, Objective: rec.Objective,
 		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated,
 		Nodes: int64(len(rec.Nodes)), Pages: append([]cas.Link{}, cache.links...),
-		Class: rec.Class, Decisions: rec.Decisions, Events: rec.eventsHead}
+		Class: rec.Class, Decisions: rec.Decisions, Events: rec.eventsHead, Trusted: rec.Trusted}
 	data, err := cas.Marshal(&root)
 	if err != nil {
 		return nil, cid.Undef, err
@@ -253,7 +264,7 @@ func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error)
 	}
 	rec := &Record{Type: root.Type, Run: root.Run, WorkOrder: root.WorkOrder, Name: root.Name, Objective: root.Objective,
 		Status: root.Status, Reason: root.Reason, Started: root.Started, Updated: root.Updated,
-		Class: root.Class, Decisions: root.Decisions}
+		Class: root.Class, Decisions: root.Decisions, Trusted: root.Trusted}
 	for _, p := range root.Pages {
 		var page runPage
 		if err := st.View(ctx, p.Cid, func(d []byte) error { return cas.Unmarshal(d, &page) }); err != nil {
@@ -279,4 +290,18 @@ func LoadRecordAt(ctx context.Context, st cas.Store, c cid.Cid) (*Record, error)
 		return nil, fmt.Errorf("record %s: pages hold %d nodes out of order, repeated, or where %d were recorded: %w", c, len(rec.Nodes), root.Nodes, cas.ErrInvalid)
 	}
 	return rec, nil
+}
+
+// trustedKeys adds keys, in their text form, to a record's sorted list
+// of trusted keys, each once.
+func trustedKeys(have []string, keys []ed25519.PublicKey) []string {
+	out := slices.Clone(have)
+	for _, k := range keys {
+		if len(k) != ed25519.PublicKeySize {
+			continue
+		}
+		out = append(out, ledger.FormatPublicKey(k))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -27,6 +27,7 @@ type RunInfo struct {
 	Updated   string
 	Nodes     int64
 	States    map[string]int64 // how many nodes are in each state
+	Trusted   []string         // the keys the run trusted (Record.Trusted)
 	// Err is why the record could not be read; then only Run and Record
 	// are known. A run whose record cannot be read is still listed: its
 	// id is never lost.
@@ -130,6 +131,7 @@ func runInfoOf(ctx context.Context, st cas.Store, run string, c cid.Cid) RunInfo
 		return info
 	}
 	info.WorkOrder, info.Order, info.Class = root.Name, root.WorkOrder.Cid, root.Class
+	info.Trusted = root.Trusted
 	info.Status, info.Reason, info.Started, info.Updated = root.Status, root.Reason, root.Started, root.Updated
 	info.Nodes, info.States = root.Nodes, states
 	return info

@@ -112,36 +112,19 @@ func sameWork(v *verify.Verification, w *work, words *workWords) string {
 }
 
 // inputPacket returns the CID of the input packet [haygent.Run] makes of
-// a node's input and upstream receipts: an hg/packet@1 under the input
-// schema, with values of its payload stored out of line when its encoding
-// is over the block limit (SPEC, "Values over the block limit").
+// a node's input and upstream receipts ([ledger.NewInputPacket], stored
+// as [ledger.EncodePacket] encodes it: values over the block limit out of
+// line).
 func inputPacket(ctx context.Context, input map[string]any, upstream []cid.Cid) (cid.Cid, error) {
-	p := ledger.Packet{Type: ledger.TypePacket, Schema: haygent.InputSchema, Payload: cas.FromJSON(input).(map[string]any)}
-	for _, u := range upstream {
-		p.Upstream = append(p.Upstream, cas.Link{Cid: u})
-	}
-	data, err := cas.Marshal(&p)
-	if err != nil || len(data) <= cas.MaxBlockSize {
-		return cas.Sum(cas.DagCBOR, data), err
-	}
-	// The payload's budget: the limit less what the packet's other
-	// fields take (an empty map is one byte).
-	payload := p.Payload
-	p.Payload = map[string]any{}
-	head, err := cas.Marshal(&p)
-	if err != nil {
-		return cid.Undef, err
-	}
 	sink := newStaging(nil) // only the CIDs of the values' files are wanted
-	p.Payload, err = cas.Outline(payload, cas.MaxBlockSize-(len(head)-1), func(enc []byte) (cid.Cid, error) {
+	data, err := ledger.EncodePacket(ledger.NewInputPacket(haygent.InputSchema, input, upstream), func(enc []byte) (cid.Cid, error) {
 		c, _, err := cas.PutFile(ctx, sink, bytes.NewReader(enc), nil)
 		return c, err
 	})
 	if err != nil {
 		return cid.Undef, err
 	}
-	data, err = cas.Marshal(&p)
-	return cas.Sum(cas.DagCBOR, data), err
+	return cas.Sum(cas.DagCBOR, data), nil
 }
 
 // linkCIDs returns the CIDs of links.

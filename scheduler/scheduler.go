@@ -220,7 +220,7 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 	}
 	rec := &Record{Type: TypeRun, Run: run, WorkOrder: cas.Link{Cid: wob}, Name: plan.WorkOrder.Name,
 		Objective: plan.WorkOrder.Objective, Status: StatusRunning, Started: s.stamp(), Updated: s.stamp(),
-		Decisions: plan.Decisions}
+		Decisions: plan.Decisions, Trusted: trustedKeys(nil, s.opts.Trusted)}
 	if len(plan.WorkOrder.Decisions) > 0 {
 		rec.Class = plan.WorkOrder.Class
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/haygent/hg/internal/gcpolicy"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
+	"github.com/haygent/hg/scheduler/natsengine"
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
 )
@@ -173,16 +175,36 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		return err
 	}
 	opts := scheduler.Options{Store: opener{g}, Key: key, Jobs: jobs, NoCache: noCache, Adapter: adapter, Retry: retry, StoreDir: dir}
-	// --nats and --trust (cmd_worker.go): remote workers and their keys.
-	closeRemote, err := remote.apply(&opts)
+	// --json streams every event (a node's finished work twice: the
+	// second, committed, once it is stored); otherwise progress
+	// (runprogress.go) shows them on stderr, and what the NATS engine
+	// notices (the server lost and regained, no worker, a worker gone
+	// silent) on lines of their own.
+	var (
+		progress   *runProgress
+		progressMu sync.Mutex
+	)
+	notify := func(n natsengine.Notice) {
+		if asJSON {
+			_ = g.ui.printJSON(map[string]any{"event": "nats", "kind": n.Kind, "node": n.Node, "worker": n.Worker, "message": n.Text})
+			return
+		}
+		progressMu.Lock()
+		p := progress
+		progressMu.Unlock()
+		if p != nil {
+			p.note(n.Text)
+		} else {
+			fmt.Fprintf(g.ui.stderr, "hg: %s\n", oneLine(n.Text))
+		}
+	}
+	// The store's trusted keys, --trust's and --nats (cmd_worker.go):
+	// whose receipts count, and remote workers.
+	closeRemote, err := remote.apply(&opts, dir, notify)
 	if err != nil {
 		return err
 	}
 	defer closeRemote()
-	// --json streams every event (a node's finished work twice: the
-	// second, committed, once it is stored); otherwise progress
-	// (runprogress.go) shows them on stderr.
-	var progress *runProgress
 	opts.Events = func(ev scheduler.Event) {
 		switch {
 		case asJSON:
@@ -208,7 +230,10 @@ func runPlan(ctx context.Context, g *globals, plan *scheduler.Plan, run string, 
 		g.ui.printSafe("run %s\n", run)
 	}
 	if !asJSON {
-		progress = newRunProgress(g.ui.stderr, g.ui.showProgress(), len(plan.WorkOrder.Order), resumedStates(ctx, g, run, resume))
+		p := newRunProgress(g.ui.stderr, g.ui.showProgress(), len(plan.WorkOrder.Order), resumedStates(ctx, g, run, resume))
+		progressMu.Lock()
+		progress = p
+		progressMu.Unlock()
 	}
 	rec, err := s.Execute(ctx, plan, run)
 	if progress != nil {

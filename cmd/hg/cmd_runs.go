@@ -100,6 +100,7 @@ type runJSON struct {
 	Nodes        int64            `json:"nodes"`
 	Done         int64            `json:"done"`
 	States       map[string]int64 `json:"states,omitempty"`
+	Trusted      []string         `json:"trusted,omitempty"`
 	Error        string           `json:"error,omitempty"`
 }
 
@@ -134,7 +135,7 @@ func listRuns(ctx context.Context, g *globals, f runsFilter, asJSON bool) error 
 				}
 				j.WorkOrder, j.WorkOrderCID, j.Class = r.WorkOrder, r.Order.String(), r.Class
 				j.Status, j.Reason, j.Started, j.Updated = r.Status, r.Reason, r.Started, r.Updated
-				j.Nodes, j.Done, j.States = r.Nodes, r.Done(), r.States
+				j.Nodes, j.Done, j.States, j.Trusted = r.Nodes, r.Done(), r.States, r.Trusted
 				if r.Status == scheduler.StatusRunning {
 					executing := runActive(dir, r.Run)
 					j.Executing = &executing

@@ -5,6 +5,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/scheduler/natsengine"
 )
 
 // Exit codes. They are part of the contract with scripts: see docs/cli.md.
@@ -80,6 +81,8 @@ func hintFor(err error) string {
 		return "wait for it to finish, or stop it; HG_LOCK_TIMEOUT sets how long hg waits (0: as long as it takes)"
 	case errors.Is(err, boltstore.ErrDamaged):
 		return repairHint
+	case errors.Is(err, natsengine.ErrNoJetStream):
+		return "start the NATS server with JetStream: nats-server -js"
 	case errors.Is(err, errNoStore):
 		return "run 'hg init' to create a store here, or pass --store DIR or set HG_STORE"
 	case errors.Is(err, cas.ErrCorrupt):

@@ -32,6 +32,7 @@ type runProgress struct {
 	last   time.Time // when it was last drawn
 	stop   chan struct{}
 	ticker sync.WaitGroup
+	ended  bool // finish was called: nothing is drawn any more
 }
 
 // newRunProgress starts showing the progress of a run of total nodes,
@@ -96,6 +97,19 @@ func (p *runProgress) event(ev scheduler.Event) {
 	}
 }
 
+// note says a line of what happens beside the nodes (the NATS server
+// lost, a worker gone silent): "hg: TEXT", escaped, above the progress
+// line, which is drawn again.
+func (p *runProgress) note(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	fmt.Fprintf(p.w, "hg: %s\n", oneLine(text))
+	if p.live && !p.ended {
+		p.draw()
+	}
+}
+
 // finish takes the progress line off the screen: the outcome follows.
 func (p *runProgress) finish() {
 	if !p.live {
@@ -105,6 +119,7 @@ func (p *runProgress) finish() {
 	p.ticker.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.ended = true
 	p.clear()
 }
 

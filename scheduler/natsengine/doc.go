@@ -20,11 +20,14 @@
 //	            outcomes; each engine reads its own ENGINE through a consumer
 //	            of its own and acks (so removes) what it read
 //	hg.cancel.ID  core subject: an engine gave up on ID (ctx ended, timeout)
+//	hg.beat.ENGINE.ID  core subject: a worker's heartbeat while it runs ID
 //	HG_BLOBS    Object Store: block lists too big for a message
+//	HG_BLOCKS   Object Store: workspace blocks, each an object named
+//	            "block-CID" ([BlockObject]: the CID's canonical text form)
 //
 // Whoever comes first (engine or worker) creates the streams and the
-// bucket, kept by [Names.Replicas] servers of a cluster (default 1; the
-// consumers inherit it); an existing one is used as it is. Work
+// buckets, kept by [Names.Replicas] servers of a cluster (default 1;
+// the consumers inherit it); an existing one is used as it is. Work
 // messages and results older than a day, and objects older than a day,
 // are removed by the server, which bounds what engines that died leave
 // behind.
@@ -42,7 +45,15 @@
 //	 "run", "node", "package": link to the package tree,
 //	 "blocks": [every block of the package tree],
 //	 "object": "invocation-ID" (only when the blocks are in HG_BLOBS; blocks is then empty),
-//	 "input": the input, as a data-model map, "upstream": [links]}
+//	 "input": the input, as a data-model map, "upstream": [links],
+//	 "workspace": link to the workspace tree (only for a node given one)}
+//
+// A workspace's blocks are not in the message: they travel through
+// HG_BLOCKS (below). A "workspace" that is not a defined CID is refused.
+// A block's object in HG_BLOCKS holds the block's bytes and nothing else
+// (no envelope): at most [cas.MaxBlockSize] of them (a bigger object is
+// refused by its info, unread), which must hash to the CID its name
+// gives.
 //
 // A remote worker cannot ask the scheduler anything, nor need it: the
 // scheduler verifies every receipt it gets, and accepts one only if its
@@ -56,11 +67,31 @@
 //	 "object": "outcome-ID-N" (done, when the blocks are in HG_BLOBS),
 //	 "error": text (error)}
 //
+// While it runs an invocation, a worker publishes a heartbeat on the
+// core subject hg.beat.ENGINE.ID (ENGINE and ID from the reply subject)
+// when it takes it and then every AckWait/3, at least every 5 seconds:
+//
+//	{"type": "hg/nats-heartbeat@1", "id": ID, "worker": "ed25519:..."}
+//
+// The engine decodes it strictly (canonical DAG-CBOR, exactly these
+// fields, an id that is the subject's, a key in its text form) and drops
+// anything else. A heartbeat is information only: it tells the engine
+// which worker says it has the invocation and that it is still heard
+// from, for what the engine says while it waits; it never completes,
+// accepts or fails an invocation. Anyone who can publish on the subject
+// can make an engine believe a worker is busy, and no more. A worker
+// older than heartbeats is said to be silent after [Options.Silence]
+// while it runs a long invocation: a notice, nothing more.
+//
 // "started" says which worker took it; "done" carries the outcome; "error"
 // says why it could not be carried out (a message refused, a package that
-// does not load, an input the contract refuses). The package's own blocks
-// are not sent back: the engine has them and adds them to the
-// [scheduler.Outcome].
+// does not load, an input the contract refuses, a workspace refused).
+// Neither the package's own blocks nor the blocks of the workspace the
+// invocation was given are sent back: the engine has them and adds them
+// to the [scheduler.Outcome] (so a final workspace's unchanged blocks do
+// not travel back; its new ones come with the outcome's blocks). A worker
+// that leaves out other blocks gains nothing: the scheduler refuses a
+// receipt whose closure is not whole.
 //
 // # Large invocations and outcomes
 //
@@ -73,6 +104,51 @@
 // and the outcome's object once it has them. Blocks read from an object
 // are verified against their CIDs like inline ones.
 //
+// # Workspaces
+//
+// A node's workspace travels block by block, each block once, through
+// HG_BLOCKS, an Object Store in which every block is one object whose
+// name is derived from its CID. Before it queues an invocation, the
+// engine makes sure every block of the workspace is there: a block it
+// put (or found) less than half the bucket's TTL ago is skipped without
+// asking, one whose object is there with the block's size and SHA-256
+// digest (the Object Store's own, from the object's info) is not put
+// again, and any other is put, so garbage under a block's name is
+// replaced. [Options.BlockPut] is told of each block put. A second node
+// on the same tree, or on a tree that shares most of its blocks (a final
+// workspace handed on along an edge), puts only the blocks that are new.
+//
+// A worker walks the tree from the root named in the message, a level at
+// a time: it takes a block from its cache of verified blocks
+// ([WorkspaceOptions].CacheBytes, 1 GiB by default, oldest dropped first)
+// or fetches its object, four at a time, and verifies it against
+// its CID ([cas.NewBlockWithCID]) before it reads a link from it or
+// caches it; only links read from verified blocks are followed. So a
+// block crosses the wire from the server at most once per worker while
+// it stays in that worker's cache, and a worker never runs on, nor keeps,
+// a block it did not hash. It refuses, with an "error" reply, and runs
+// nothing: a block whose bytes do not match its CID, a block that is not
+// in the bucket, an object over [cas.MaxBlockSize] (by its info, before
+// it is read), and a tree of more blocks or bytes than
+// [WorkspaceOptions].MaxBlocks and MaxBytes (1<<20 blocks and 4 GiB by
+// default; the bytes are counted before each block is fetched, the
+// blocks as links are read), which bounds what a message naming a
+// gigantic tree can make it fetch or hold. The whole tree is then written
+// out by the [scheduler.Local] engine it runs, as in the scheduler's own
+// process.
+//
+// Why the Object Store and not a have/want exchange: a worker still
+// cannot ask its engine anything (above), so an engine need not serve
+// requests, and a want list from a worker (of any size) is nothing an
+// engine ever reads; the engine sends each block once whichever worker
+// takes the invocation, the server keeps it for every worker, and the
+// bytes an engine sends for a node depend only on which blocks are new,
+// not on which worker took it. The price: one object (a meta message and
+// its chunks) per block, so a tree of many small files costs a round
+// trip per new block the first time; blocks are not bundled. Block
+// objects are not deleted when an invocation ends (other invocations and
+// engines use them): the bucket's TTL removes them.
+//
 // # Verification
 //
 // A worker verifies every package block against its CID
@@ -80,8 +156,9 @@
 // is refused (terminated, and its engine told why with an "error"
 // reply). The package is unpacked with [cas.GetTree] from the package CID
 // and loaded with [haygent.Load], once per package CID for the life of
-// [Serve]. The engine verifies every outcome block the same way before
-// the scheduler sees it, and the scheduler then verifies the receipt.
+// [Serve]. Workspace blocks are verified as they arrive (above). The
+// engine verifies every outcome block the same way before the scheduler
+// sees it, and the scheduler then verifies the receipt.
 //
 // # Delivery, failures and time limits
 //
@@ -99,9 +176,35 @@
 // worker died right after answering, a failover dropped the ack) is not
 // handed out and run again after its acceptance.
 //
+// A worker's AckWait is 15 seconds by default ([WorkerOptions.AckWait]),
+// kept alive by progress acks every AckWait/3: a worker that is killed
+// (SIGKILL, a machine lost) holds its invocation for at most that long
+// before the server hands it to another.
+//
 // [Options.Timeout] (10 minutes by default) bounds each invocation from
-// publication to outcome: one that no worker picked up, or that a worker
-// took but did not answer, fails with an error saying which. When ctx
+// publication to outcome. The error of one that times out names the
+// cause: the server unreachable for N of the last M seconds (the engine
+// follows its connection), no worker consuming, a worker that took it
+// and went silent, or one still heard from but without an outcome.
+//
+// # What the engine says while it waits
+//
+// [Options.Notify] is told, as a [Notice]: that the engine lost the
+// server (it reconnects; the caller's connection should never stop
+// trying: nats.MaxReconnects(-1), as hg does) and regained it; that an
+// invocation has waited [Options.NoWorkerAfter] (5 seconds) untaken and
+// twice in a row the workers' consumer had no pull waiting and no
+// message pending (or does not exist): no worker consumes, said once
+// until a worker takes something; that the worker that took an
+// invocation sent nothing (no notice, no heartbeat) for
+// [Options.Silence] (10 seconds) while the engine was connected, so
+// the invocation waits for redelivery; and that another worker took it
+// then. An invocation made while the server is away is published once
+// it is back (the message id makes a retried publish a duplicate the
+// server drops), until its deadline.
+//
+// A server without JetStream is refused by [New] and [Serve] with
+// [ErrNoJetStream]: start it with nats-server -js. When ctx
 // ends or the timeout passes, the engine removes the message from the
 // queue if it is still there and tells workers to stop it. The deadline
 // travels in the message, so workers do not start what their engine gave
@@ -109,9 +212,14 @@
 //
 // # Limits
 //
-// Workspaces do not travel to workers: each invocation gets a new empty
-// directory, and the engine refuses to queue one whose node the Work
-// Order gives a workspace.
+// A worker unpacks packages in a directory of
+// its own that it locks for its life ([cas.MkdirOwnedTemp]); on start
+// it removes those that killed workers left in the same place.
+//
+// A worker reports what it does as [WorkerEvent]s ([WorkerOptions.Events]):
+// connected, took, done, failed, refused, dropped, stopped, handed back,
+// error, each with its time and the invocation's id, run and node.
+//
 // The memo key the scheduler computes names its own adapter, not the
 // worker's. Unpacked packages are kept until Serve returns. Who may
 // publish or subscribe on the subjects is NATS's business (accounts and

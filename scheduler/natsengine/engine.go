@@ -30,6 +30,46 @@ type Options struct {
 	InlineLimit int
 	// Log, if set, is told of messages the engine drops.
 	Log func(format string, args ...any)
+	// BlockPut, if set, is told of every workspace block the engine puts
+	// in the blocks bucket, with its size.
+	BlockPut func(c cid.Cid, size int)
+	// Notify, if set, is told what the engine notices while invocations
+	// wait: the server lost and regained, no worker consuming, a worker
+	// gone silent, an invocation taken again (see [Notice]). It is called
+	// from the engine's goroutines and must not block.
+	Notify func(Notice)
+	// Silence is how long a worker that took an invocation may send
+	// nothing (neither a notice nor a heartbeat) while the engine is
+	// connected before the engine says it went silent and that the
+	// invocation waits for redelivery. Default 10 seconds: two of a
+	// worker's heartbeats, and less than a worker's default AckWait (15
+	// seconds), after which the server hands the invocation on.
+	Silence time.Duration
+	// NoWorkerAfter is how long an invocation may wait untaken before the
+	// engine looks whether any worker pulls from the shared consumer; it
+	// says so (once, until a worker takes something) when twice in a row
+	// none does. Default 5 seconds.
+	NoWorkerAfter time.Duration
+}
+
+// Kinds of [Notice].
+const (
+	NoticeDisconnected = "disconnected" // the engine lost the server; it reconnects
+	NoticeReconnected  = "reconnected"  // the engine has the server again
+	NoticeNoWorker     = "no-worker"    // an invocation waits and no worker pulls from the queue
+	NoticeSilent       = "silent"       // the worker that took an invocation went silent
+	NoticeTaken        = "taken"        // an invocation was taken again, after a silence or by another worker
+)
+
+// Notice is something an engine noticed, for a person watching a run.
+// Worker is the key a worker names itself by in its notices and
+// heartbeats: unverified, information only.
+type Notice struct {
+	Kind   string
+	Node   string // the invocation's node, for the kinds about one
+	ID     string // the invocation's id, likewise
+	Worker string
+	Text   string // one line, for people
 }
 
 // Engine runs invocations on workers over NATS JetStream; it implements
@@ -42,10 +82,18 @@ type Engine struct {
 	opts  Options
 	id    string
 	limit int
+	put   *blockPutter // workspace blocks
 
 	cons     jetstream.ConsumeContext
 	consName string
 	adv      *nats.Subscription
+	beats    *nats.Subscription
+
+	conn     sync.Mutex
+	downAt   time.Time // when the server was lost; zero while connected
+	upAt     time.Time // when it was last regained
+	outages  []outage  // ended outages, the last maxOutages of them
+	noWorker bool      // the engine said no worker consumes, and none took anything since
 
 	mu      sync.Mutex
 	waiting map[string]*waiter // by invocation id
@@ -61,12 +109,32 @@ type waiter struct {
 }
 
 // event is what the engine hears about an invocation: a reply, a reply
-// that did not decode, or the consumer giving up on it.
+// that did not decode, the consumer giving up on it, or a heartbeat.
 type event struct {
 	reply      *wireReply
 	err        error
 	deliveries uint64
+	beat       string // a heartbeat's worker
 }
+
+// reconnectGrace is how long after regaining the server the engine does
+// not look for workers: their pulls went with the server, and they renew
+// them within their fetch wait (workerFetchWait).
+const reconnectGrace = 2 * workerFetchWait
+
+// roughly is d for a person: to the second, or to a tenth below one.
+func roughly(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// outage is a time the engine had no server.
+type outage struct{ from, to time.Time }
+
+// maxOutages bounds the ended outages an engine remembers.
+const maxOutages = 64
 
 var _ scheduler.Engine = (*Engine)(nil)
 
@@ -80,6 +148,15 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
+	}
+	if opts.Notify == nil {
+		opts.Notify = func(Notice) {}
+	}
+	if opts.Silence <= 0 {
+		opts.Silence = 10 * time.Second
+	}
+	if opts.NoWorkerAfter <= 0 {
+		opts.NoWorkerAfter = 5 * time.Second
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -95,10 +172,15 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsengine: stream %s: %w", opts.Stream, err)
 	}
+	put, err := newBlockPutter(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		nc: nc, js: js, obs: obs, work: work, opts: opts, id: newID(),
 		limit:   inlineLimit(opts.InlineLimit, nc.MaxPayload()),
 		waiting: map[string]*waiter{}, bySeq: map[uint64]string{}, closed: make(chan struct{}),
+		put: put,
 	}
 	e.consName = "hg-engine-" + e.id
 	cons, err := js.CreateConsumer(ctx, opts.Results, jetstream.ConsumerConfig{
@@ -122,7 +204,95 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("natsengine: %w", err)
 	}
+	if e.beats, err = nc.Subscribe(opts.beatPrefix()+e.id+".*", e.onBeat); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("natsengine: %w", err)
+	}
+	e.watchConnection(nc)
 	return e, nil
+}
+
+// watchConnection follows nc's disconnections and reconnections (after
+// whatever handlers nc had), so that the engine can say when it lost
+// and regained the server and a timeout can say for how long it had
+// none.
+func (e *Engine) watchConnection(nc *nats.Conn) {
+	prevDown, prevUp := nc.Opts.DisconnectedErrCB, nc.Opts.ReconnectedCB
+	nc.SetDisconnectErrHandler(func(c *nats.Conn, err error) {
+		if prevDown != nil {
+			prevDown(c, err)
+		}
+		e.conn.Lock()
+		first := e.downAt.IsZero()
+		if first {
+			e.downAt = time.Now()
+		}
+		e.conn.Unlock()
+		select {
+		case <-e.closed:
+			return
+		default:
+		}
+		if first {
+			text := "lost the NATS server"
+			if err != nil {
+				text += " (" + err.Error() + ")"
+			}
+			e.opts.Notify(Notice{Kind: NoticeDisconnected, Text: text + "; reconnecting"})
+		}
+	})
+	nc.SetReconnectHandler(func(c *nats.Conn) {
+		if prevUp != nil {
+			prevUp(c)
+		}
+		now := time.Now()
+		e.conn.Lock()
+		from := e.downAt
+		if !from.IsZero() {
+			e.outages = append(e.outages, outage{from, now})
+			if len(e.outages) > maxOutages {
+				e.outages = e.outages[len(e.outages)-maxOutages:]
+			}
+		}
+		e.downAt, e.upAt = time.Time{}, now
+		e.conn.Unlock()
+		text := "reconnected to the NATS server " + c.ConnectedUrlRedacted()
+		if !from.IsZero() {
+			text += fmt.Sprintf(" after %v", now.Sub(from).Round(time.Second))
+		}
+		e.opts.Notify(Notice{Kind: NoticeReconnected, Text: text})
+	})
+}
+
+// connected reports whether the engine has the server, and since when
+// it last regained it (zero if it never lost it).
+func (e *Engine) connected() (bool, time.Time) {
+	e.conn.Lock()
+	defer e.conn.Unlock()
+	return e.downAt.IsZero(), e.upAt
+}
+
+// unreachable is how long, since from, the engine had no server.
+func (e *Engine) unreachable(from time.Time) time.Duration {
+	now := time.Now()
+	e.conn.Lock()
+	defer e.conn.Unlock()
+	var d time.Duration
+	add := func(a, b time.Time) {
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(a) {
+			d += b.Sub(a)
+		}
+	}
+	for _, o := range e.outages {
+		add(o.from, o.to)
+	}
+	if !e.downAt.IsZero() {
+		add(e.downAt, now)
+	}
+	return d
 }
 
 // ID returns the engine's id: the ENGINE token of its result subjects.
@@ -136,6 +306,9 @@ func (e *Engine) Close() error {
 		if e.adv != nil {
 			_ = e.adv.Unsubscribe()
 		}
+		if e.beats != nil {
+			_ = e.beats.Unsubscribe()
+		}
 		if e.cons != nil {
 			e.cons.Stop()
 		}
@@ -145,6 +318,9 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) deleteConsumer() {
+	if !e.nc.IsConnected() {
+		return // its InactiveThreshold removes it
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.js.DeleteConsumer(ctx, e.opts.Results, e.consName)
@@ -153,18 +329,18 @@ func (e *Engine) deleteConsumer() {
 // Invoke implements [scheduler.Engine]: it publishes the invocation to
 // the work queue and waits for a worker's outcome, ctx's end, or the
 // timeout. The outcome's blocks are verified against their CIDs here and
-// the receipt is left to the scheduler to verify; the package's blocks,
-// which workers do not send back, are added from inv.
+// the receipt is left to the scheduler to verify; the blocks of the
+// package and of the workspace, which workers do not send back, are added
+// from inv.
 func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
 	select {
 	case <-e.closed:
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: engine closed", inv.Node)
 	default:
 	}
-	if inv.Workspace.Defined() {
-		// A worker would run it in an empty directory, and the scheduler
-		// refuse the receipt: said now, before anything is queued.
-		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: its workspace %s does not travel to workers: run the Work Order without --nats", inv.Node, inv.Workspace)
+	// The workspace's blocks go to the blocks bucket, those not there yet.
+	if err := e.put.workspace(ctx, inv); err != nil {
+		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, err)
 	}
 	id := newID()
 	w := &waiter{events: make(chan event, 8), done: make(chan struct{})}
@@ -206,8 +382,12 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			return fail("%w", err)
 		}
 	}
-	ack, err := e.js.Publish(ctx, e.opts.workSubject(id), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(e.opts.Stream))
+	published := time.Now() // or first tried: a publish waits for the server
+	ack, err := e.publish(ctx, id, data, deadline)
 	if err != nil {
+		if down := e.unreachable(published); down > 0 {
+			return fail("publish: the NATS server was unreachable for %v of the last %v: %w", down.Round(time.Second), time.Since(published).Round(time.Second), err)
+		}
 		return fail("publish: %w", err)
 	}
 	seq = ack.Sequence
@@ -217,7 +397,30 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	worker := ""
+	tick := time.NewTicker(max(min(e.opts.Silence, e.opts.NoWorkerAfter)/4, 10*time.Millisecond))
+	defer tick.Stop()
+	var (
+		worker     string    // the worker that last said it took it
+		heard      time.Time // when a worker last said anything about it
+		silent     bool      // the engine said the worker went silent
+		checked    time.Time // when the engine last looked for workers
+		idleChecks int       // consecutive looks that found no worker pulling
+		noWorker   bool      // the last look found none
+		notice     = func(kind, w, text string) {
+			e.opts.Notify(Notice{Kind: kind, Node: inv.Node, ID: id, Worker: w, Text: text})
+		}
+		heardFrom = func(w string) {
+			now := time.Now()
+			switch {
+			case silent:
+				notice(NoticeTaken, w, fmt.Sprintf("node %s: worker %s has it now", inv.Node, w))
+			case worker != "" && w != worker:
+				notice(NoticeTaken, w, fmt.Sprintf("node %s: worker %s took it over from worker %s", inv.Node, w, worker))
+			}
+			worker, heard, silent = w, now, false
+			e.sawWorker()
+		}
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -228,10 +431,41 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			return fail("engine closed")
 		case <-timer.C:
 			e.abandon(id, seq)
-			if worker == "" {
-				return fail("not picked up by any worker within %v (is 'hg worker' running on stream %s?)", e.opts.Timeout, e.opts.Stream)
+			return fail("%s", e.timeoutReason(published, worker, heard, silent, noWorker))
+		case now := <-tick.C:
+			up, upAt := e.connected()
+			if !up {
+				continue // heartbeats and consumer info wait for the server
 			}
-			return fail("worker %s took it but sent no outcome within %v", worker, e.opts.Timeout)
+			switch {
+			case worker != "":
+				// Heartbeats missed while the engine had no server do
+				// not count against the worker.
+				since := heard
+				if upAt.After(since) {
+					since = upAt
+				}
+				if !silent && now.Sub(since) > e.opts.Silence {
+					silent = true
+					notice(NoticeSilent, worker, fmt.Sprintf("node %s: worker %s took it and went silent (not heard from for %v); waiting for redelivery to another worker", inv.Node, worker, roughly(now.Sub(since))))
+				}
+			case !upAt.IsZero() && now.Sub(upAt) < max(e.opts.NoWorkerAfter, reconnectGrace):
+				// Workers' pulls went with the server; they renew them
+				// within their fetch wait.
+				idleChecks = 0
+			case now.Sub(published) >= e.opts.NoWorkerAfter/2 && now.Sub(checked) >= e.opts.NoWorkerAfter/2:
+				checked = now
+				none, why := e.noWorkers(ctx)
+				if none {
+					idleChecks++
+				} else {
+					idleChecks = 0
+				}
+				noWorker = idleChecks >= 2
+				if noWorker && e.warnNoWorker() {
+					notice(NoticeNoWorker, "", why)
+				}
+			}
 		case ev := <-w.events:
 			switch {
 			case ev.err != nil:
@@ -240,11 +474,14 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			case ev.deliveries > 0:
 				e.abandon(id, seq)
 				return fail("handed to workers %d times without an outcome (the consumer's MaxDeliver)", ev.deliveries)
+			case ev.beat != "":
+				heardFrom(ev.beat)
+				continue
 			}
 			r := ev.reply
 			switch r.State {
 			case StateStarted:
-				worker = r.Worker
+				heardFrom(r.Worker)
 			case StateError:
 				return fail("worker %s: %s", r.Worker, r.Error)
 			case StateDone:
@@ -259,6 +496,94 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			}
 		}
 	}
+}
+
+// publish puts an invocation on the work queue. While the engine has no
+// server (or the server no answer) it tries again until the deadline:
+// the message id makes a repeated publish a duplicate the server drops.
+func (e *Engine) publish(ctx context.Context, id string, data []byte, deadline time.Time) (*jetstream.PubAck, error) {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := e.js.Publish(pctx, e.opts.workSubject(id), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(e.opts.Stream))
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || !transient(err) {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-e.closed:
+			return nil, errors.New("engine closed")
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// transient reports whether err is one that waiting for the server may
+// cure: no connection, no answer in time, no responder yet.
+func transient(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// noWorkers looks at the workers' shared consumer: it reports whether no
+// worker pulls from it and none holds a message, and says so in a line.
+func (e *Engine) noWorkers(ctx context.Context) (bool, string) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	hint := "start one with 'hg worker --nats URL'"
+	c, err := e.js.Consumer(cctx, e.opts.Stream, e.opts.Consumer)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true, fmt.Sprintf("no worker has ever served stream %s: its consumer %s does not exist; %s", e.opts.Stream, e.opts.Consumer, hint)
+	}
+	if err != nil {
+		return false, ""
+	}
+	info := c.CachedInfo()
+	if info.NumWaiting > 0 || info.NumAckPending > 0 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("no worker is consuming from stream %s (consumer %s: none waiting, none working); %s", e.opts.Stream, e.opts.Consumer, hint)
+}
+
+// warnNoWorker reports whether to say that no worker consumes: once,
+// until a worker takes something again.
+func (e *Engine) warnNoWorker() bool {
+	e.conn.Lock()
+	defer e.conn.Unlock()
+	if e.noWorker {
+		return false
+	}
+	e.noWorker = true
+	return true
+}
+
+// sawWorker notes that a worker took something.
+func (e *Engine) sawWorker() {
+	e.conn.Lock()
+	e.noWorker = false
+	e.conn.Unlock()
+}
+
+// timeoutReason says why an invocation got no outcome within the
+// timeout: the server unreachable, no worker, or a worker gone silent.
+func (e *Engine) timeoutReason(published time.Time, worker string, heard time.Time, silent, noWorker bool) string {
+	var b strings.Builder
+	if down := e.unreachable(published); down > 0 {
+		fmt.Fprintf(&b, "the NATS server was unreachable for %v of the last %v; ", down.Round(time.Second), time.Since(published).Round(time.Second))
+	}
+	switch {
+	case worker == "" && noWorker:
+		fmt.Fprintf(&b, "not picked up by any worker within %v: no worker is consuming from stream %s (consumer %s); start one with 'hg worker --nats URL'", e.opts.Timeout, e.opts.Stream, e.opts.Consumer)
+	case worker == "":
+		fmt.Fprintf(&b, "not picked up by any worker within %v (is 'hg worker' running on stream %s?)", e.opts.Timeout, e.opts.Stream)
+	case silent:
+		fmt.Fprintf(&b, "worker %s took it and went silent (not heard from for %v); no other worker took it since", worker, roughly(time.Since(heard)))
+	default:
+		fmt.Fprintf(&b, "worker %s took it but sent no outcome within %v (last heard from %v ago)", worker, e.opts.Timeout, roughly(time.Since(heard)))
+	}
+	return b.String()
 }
 
 // outcome fetches and verifies the blocks of a done reply.
@@ -295,6 +620,7 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 		have[b.CID()] = true
 	}
 	blocks = append(blocks, withoutBlocks(inv.PackageBlocks, have)...)
+	blocks = withBlocks(blocks, inv.WorkspaceBlocks) // not sent back either
 	return scheduler.Outcome{Receipt: r.Receipt.Cid, Blocks: blocks}, nil
 }
 
@@ -302,6 +628,11 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 // work queue if no worker took it.
 func (e *Engine) abandon(id string, seq uint64) {
 	_ = e.nc.Publish(e.opts.cancelSubject(id), nil)
+	if !e.nc.IsConnected() {
+		// No server to ask: a worker that takes the message later
+		// drops it, past its deadline.
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.work.DeleteMsg(ctx, seq)
@@ -345,6 +676,33 @@ func (e *Engine) onResult(m jetstream.Msg) {
 	select {
 	case w.events <- ev:
 	case <-w.done:
+	}
+}
+
+// onBeat hands a worker's heartbeat to the Invoke waiting for it. A
+// heartbeat is information only: it moves what the engine says about
+// an invocation (who has it, whether it went silent), never what it
+// accepts. One that does not decode strictly, or names another
+// invocation than its subject, is dropped.
+func (e *Engine) onBeat(m *nats.Msg) {
+	id := lastToken(m.Subject)
+	e.mu.Lock()
+	w := e.waiting[id]
+	e.mu.Unlock()
+	if w == nil {
+		return
+	}
+	hb, err := decodeHeartbeat(m.Data)
+	if err == nil && hb.ID != id {
+		err = fmt.Errorf("%w: heartbeat for %s on the subject of %s", ErrRefused, hb.ID, id)
+	}
+	if err != nil {
+		e.opts.Log("natsengine: heartbeat on %s: %v", m.Subject, err)
+		return
+	}
+	select {
+	case w.events <- event{beat: hb.Worker}:
+	default: // a busy Invoke misses a heartbeat: the next one will do
 	}
 }
 

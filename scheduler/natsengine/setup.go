@@ -30,9 +30,12 @@ type Names struct {
 	// Bucket is the Object Store holding block lists too big for a
 	// message. Default "HG_BLOBS".
 	Bucket string
+	// Blocks is the Object Store holding workspace blocks, each an
+	// object named by its CID ([BlockObject]). Default "HG_BLOCKS".
+	Blocks string
 	// Replicas is how many servers of a JetStream cluster keep each of
-	// the streams and the bucket, when this side is the one to create
-	// them (an existing one is used as it is); its consumers inherit it.
+	// the streams and buckets, when this side is the one to create them
+	// (an existing one is used as it is); their consumers inherit it.
 	// Default 1; a cluster that must survive the loss of a server wants 3.
 	Replicas int
 }
@@ -53,12 +56,20 @@ func (n Names) withDefaults() Names {
 	if n.Bucket == "" {
 		n.Bucket = "HG_BLOBS"
 	}
+	if n.Blocks == "" {
+		n.Blocks = "HG_BLOCKS"
+	}
 	return n
 }
 
 func (n Names) workSubject(id string) string   { return n.Prefix + ".work." + id }
 func (n Names) resultPrefix() string           { return n.Prefix + ".result." }
 func (n Names) cancelSubject(id string) string { return n.Prefix + ".cancel." + id }
+func (n Names) beatPrefix() string             { return n.Prefix + ".beat." }
+
+// ErrNoJetStream is returned by [New] and [Serve] when the NATS server
+// does not have JetStream enabled (nats-server without -js).
+var ErrNoJetStream = errors.New("the NATS server does not have JetStream enabled")
 
 // Retention backstops: an engine deletes what it is done with, and these
 // bound what is left behind by engines that died.
@@ -78,6 +89,15 @@ const (
 // setup makes sure the streams and the bucket exist; whoever comes first
 // creates them, and an existing one is used as it is.
 func setup(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.ObjectStore, error) {
+	// A server without JetStream answers no JetStream request: said
+	// plainly, rather than as a failed stream lookup. Any other error
+	// here is left to the lookups below.
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := js.AccountInfo(actx)
+	cancel()
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return nil, fmt.Errorf("natsengine: %w", ErrNoJetStream)
+	}
 	if err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: n.Stream, Subjects: []string{n.Prefix + ".work.>"}, Retention: jetstream.WorkQueuePolicy,
 		MaxAge: keepFor, Duplicates: 10 * time.Minute, Replicas: n.Replicas,

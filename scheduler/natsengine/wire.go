@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -16,6 +17,9 @@ const (
 	TypeRequest = "hg/nats-invocation@1" // an invocation, engine to worker
 	TypeReply   = "hg/nats-outcome@1"    // a notice or an outcome, worker to engine
 	TypeBlocks  = "hg/nats-blocks@1"     // a list of blocks kept in the Object Store
+	// TypeHeartbeat is a worker's "still working on it", on a core
+	// subject: information for the engine's progress, never evidence.
+	TypeHeartbeat = "hg/nats-heartbeat@1"
 )
 
 // States of a reply.
@@ -37,17 +41,18 @@ type wireBlock struct {
 
 // wireRequest is the body of a work message.
 type wireRequest struct {
-	Type     string          `cbor:"type"`
-	ID       string          `cbor:"id"`
-	Reply    string          `cbor:"reply"`
-	Deadline string          `cbor:"deadline"`
-	Run      string          `cbor:"run"`
-	Node     string          `cbor:"node"`
-	Package  cas.Link        `cbor:"package"`
-	Blocks   []wireBlock     `cbor:"blocks"`
-	Object   string          `cbor:"object,omitempty"`
-	Input    cbor.RawMessage `cbor:"input"`
-	Upstream []cas.Link      `cbor:"upstream"`
+	Type      string          `cbor:"type"`
+	ID        string          `cbor:"id"`
+	Reply     string          `cbor:"reply"`
+	Deadline  string          `cbor:"deadline"`
+	Run       string          `cbor:"run"`
+	Node      string          `cbor:"node"`
+	Package   cas.Link        `cbor:"package"`
+	Blocks    []wireBlock     `cbor:"blocks"`
+	Object    string          `cbor:"object,omitempty"`
+	Input     cbor.RawMessage `cbor:"input"`
+	Upstream  []cas.Link      `cbor:"upstream"`
+	Workspace *cas.Link       `cbor:"workspace,omitempty"`
 }
 
 // wireReply is the body of a result message.
@@ -60,6 +65,34 @@ type wireReply struct {
 	Blocks  []wireBlock `cbor:"blocks,omitempty"`
 	Object  string      `cbor:"object,omitempty"`
 	Error   string      `cbor:"error,omitempty"`
+}
+
+// wireHeartbeat is the body of a heartbeat: a worker says it is still
+// running invocation ID.
+type wireHeartbeat struct {
+	Type   string `cbor:"type"`
+	ID     string `cbor:"id"`
+	Worker string `cbor:"worker"`
+}
+
+// decodeHeartbeat decodes a heartbeat strictly: canonical DAG-CBOR with
+// exactly its fields, its type, an invocation id and a worker key in
+// their text forms.
+func decodeHeartbeat(data []byte) (*wireHeartbeat, error) {
+	var w wireHeartbeat
+	if err := cas.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if w.Type != TypeHeartbeat {
+		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeHeartbeat)
+	}
+	if !validID(w.ID) {
+		return nil, fmt.Errorf("%w: bad invocation id %q", ErrRefused, w.ID)
+	}
+	if _, err := ledger.ParsePublicKey(w.Worker); err != nil {
+		return nil, fmt.Errorf("%w: worker: %v", ErrRefused, err)
+	}
+	return &w, nil
 }
 
 // wireBlocks is the content of an Object Store object.
@@ -76,7 +109,9 @@ type Request struct {
 	// Object, if set, names the Object Store object that holds the
 	// package blocks; Invocation.PackageBlocks is then empty.
 	Object string
-	// Invocation is the work.
+	// Invocation is the work. Its Workspace travels, by CID; its
+	// WorkspaceBlocks do not (they go through the blocks bucket), and a
+	// decoded request has none.
 	Invocation scheduler.Invocation
 }
 
@@ -100,6 +135,9 @@ func EncodeRequest(r *Request) ([]byte, error) {
 	}
 	for _, u := range inv.Upstream {
 		w.Upstream = append(w.Upstream, cas.Link{Cid: u})
+	}
+	if inv.Workspace.Defined() {
+		w.Workspace = &cas.Link{Cid: inv.Workspace} // its blocks travel through the blocks bucket
 	}
 	return cas.Marshal(&w)
 }
@@ -147,6 +185,12 @@ func DecodeRequest(data []byte) (*Request, error) {
 	r.Invocation = scheduler.Invocation{Run: w.Run, Node: w.Node, Package: w.Package.Cid, PackageBlocks: blocks, Input: input}
 	for _, u := range w.Upstream {
 		r.Invocation.Upstream = append(r.Invocation.Upstream, u.Cid)
+	}
+	if w.Workspace != nil {
+		if !w.Workspace.Cid.Defined() {
+			return refuse("workspace: an undefined CID")
+		}
+		r.Invocation.Workspace = w.Workspace.Cid
 	}
 	return r, nil
 }

@@ -40,26 +40,86 @@ type WorkerOptions struct {
 	MaxDeliver int
 	// AckWait is how long a worker may stay silent about a message
 	// before it is handed to another; a running invocation is kept
-	// alive by progress acks every AckWait/3. Default 1 minute.
+	// alive by progress acks every AckWait/3. Default 15 seconds, so
+	// that the work of a worker that died (SIGKILL, a lost machine)
+	// goes to another within seconds. It is a setting of the shared
+	// consumer, like MaxDeliver.
 	AckWait time.Duration
 	// InlineLimit is the largest reply body sent as is; bigger outcomes
 	// go through the Object Store. Default as [Options.InlineLimit].
 	InlineLimit int
 	// Dir is where packages are unpacked; default the system's temporary
-	// directory. Serve removes what it unpacked when it returns.
+	// directory. Serve removes what it unpacked when it returns, and on
+	// start what workers that were killed left there.
 	Dir string
-	// Log, if set, is told of each invocation taken, refused or finished.
+	// Events, if set, is told of each thing the worker does or meets
+	// (see [WorkerEvent]), one call per event, from several goroutines.
+	Events func(WorkerEvent)
+	// Log, if set and Events is not, is told of each event as a line
+	// ([WorkerEvent.String]).
 	Log func(format string, args ...any)
+	// Workspaces bound the workspaces this worker fetches and the cache
+	// of their blocks.
+	Workspaces WorkspaceOptions
 }
+
+// Events of a [WorkerEvent].
+const (
+	EventConnected  = "connected"   // Serve reaches the queue
+	EventTook       = "took"        // an invocation was taken
+	EventDone       = "done"        // its outcome was published and the message acked
+	EventFailed     = "failed"      // it could not be carried out; the engine was told
+	EventRefused    = "refused"     // the message did not decode or verify
+	EventDropped    = "dropped"     // it came after its engine's deadline
+	EventStopped    = "stopped"     // its engine gave up on it
+	EventHandedBack = "handed back" // the worker is stopping or could not answer: redelivered
+	EventError      = "error"       // something failed that the worker goes on after
+)
+
+// WorkerEvent is one line of a worker's log.
+type WorkerEvent struct {
+	Time    time.Time
+	Event   string // one of the Event constants, or the caller's own ("disconnected", ...)
+	ID      string // the invocation, if the event is about one
+	Run     string
+	Node    string
+	Receipt string // done
+	Error   string
+}
+
+// String is the event as a line, without its time: "took ID run R node N".
+func (ev WorkerEvent) String() string {
+	var b strings.Builder
+	b.WriteString(ev.Event)
+	if ev.ID != "" {
+		b.WriteString(" " + ev.ID)
+	}
+	for _, f := range []struct{ k, v string }{{"run", ev.Run}, {"node", ev.Node}, {"receipt", ev.Receipt}} {
+		if f.v != "" {
+			b.WriteString(" " + f.k + " " + f.v)
+		}
+	}
+	if ev.Error != "" {
+		b.WriteString(": " + ev.Error)
+	}
+	return b.String()
+}
+
+// workerFetchWait bounds a worker's wait for a message: a pull request
+// lost with the server is renewed after it.
+const workerFetchWait = 5 * time.Second
 
 // worker is one Serve in progress.
 type worker struct {
 	o     WorkerOptions
+	nc    *nats.Conn
 	js    jetstream.JetStream
 	obs   jetstream.ObjectStore
 	pub   string // the key's text form, in replies
 	limit int
 	base  string // unpacked packages, one directory per package CID
+
+	ws *fetcher // workspaces: the cache of their blocks, the blocks bucket
 
 	mu      sync.Mutex
 	pkgs    map[cid.Cid]*pkgEntry
@@ -99,10 +159,14 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		o.MaxDeliver = 3
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = time.Minute
+		o.AckWait = 15 * time.Second
 	}
-	if o.Log == nil {
-		o.Log = func(string, ...any) {}
+	if o.Events == nil {
+		logf := o.Log
+		if logf == nil {
+			logf = func(string, ...any) {}
+		}
+		o.Events = func(ev WorkerEvent) { logf("%s", ev.String()) }
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -120,22 +184,39 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 	if err != nil {
 		return fmt.Errorf("natsengine: work consumer: %w", err)
 	}
-	base, err := os.MkdirTemp(o.Dir, "hg-worker-")
+	ws, err := newFetcher(ctx, js, o)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(base)
+	// The packages go to a directory this process owns and locks
+	// (cas.MkdirOwnedTemp); a worker that was killed left its own, which
+	// is removed first.
+	dir := o.Dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	cas.SweepDeadTemps(dir)
+	base, release, err := cas.MkdirOwnedTemp(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		os.RemoveAll(base)
+		release()
+	}()
 	w := &worker{
-		o: o, js: js, obs: obs, base: base,
+		o: o, nc: nc, js: js, obs: obs, base: base,
 		pub:   ledger.FormatPublicKey(o.Key.Public().(ed25519.PublicKey)),
 		limit: inlineLimit(o.InlineLimit, nc.MaxPayload()),
 		pkgs:  map[cid.Cid]*pkgEntry{}, running: map[string]context.CancelFunc{},
+		ws: ws,
 	}
 	sub, err := nc.Subscribe(o.cancelSubject("*"), w.onCancel)
 	if err != nil {
 		return fmt.Errorf("natsengine: %w", err)
 	}
 	defer sub.Unsubscribe()
+	w.event(WorkerEvent{Event: EventConnected})
 
 	slots := make(chan struct{}, o.Jobs)
 	var wg sync.WaitGroup
@@ -146,7 +227,7 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		case <-ctx.Done():
 			return nil
 		}
-		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		fctx, cancel := context.WithTimeout(ctx, workerFetchWait)
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
@@ -156,7 +237,9 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 				return nil
 			case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
 			default:
-				o.Log("natsengine: fetch: %v", err)
+				if nc.IsConnected() { // else the connection's own events say it
+					w.event(WorkerEvent{Event: EventError, Error: "fetch: " + err.Error()})
+				}
 				select {
 				case <-time.After(time.Second):
 				case <-ctx.Done():
@@ -181,12 +264,16 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		err = fmt.Errorf("%w: invocation %s on the subject %s", ErrRefused, req.ID, msg.Subject())
 	}
 	if req != nil && !w.validReply(req.ID, req.Reply) {
-		w.o.Log("refused %s: reply subject %q is not a result subject", msg.Subject(), req.Reply)
+		w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: fmt.Sprintf("reply subject %q is not a result subject", req.Reply)})
 		_ = msg.TermWithReason("bad reply subject")
 		return
 	}
 	if err != nil {
-		w.o.Log("refused %s: %v", msg.Subject(), err)
+		ev := WorkerEvent{Event: EventRefused, Error: err.Error()}
+		if req != nil {
+			ev.ID = req.ID
+		}
+		w.event(ev)
 		if req != nil {
 			w.answer(ctx, msg, req, wireReply{State: StateError, Error: "refused: " + err.Error()}, nil)
 		}
@@ -195,7 +282,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	inv := req.Invocation
 	if time.Now().After(req.Deadline) {
-		w.o.Log("dropped %s (node %s): its engine gave up at %s", req.ID, inv.Node, req.Deadline.Format(time.RFC3339))
+		w.event(WorkerEvent{Event: EventDropped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up at " + req.Deadline.Format(time.RFC3339)})
 		_ = msg.TermWithReason("past its deadline")
 		return
 	}
@@ -209,13 +296,19 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		delete(w.running, req.ID)
 		w.mu.Unlock()
 	}()
-	stop := keepAlive(msg, w.o.AckWait/3)
+	beat := w.heartbeat(req)
+	beat()
+	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beat)
 	defer stop()
-	w.o.Log("took %s: run %s node %s", req.ID, inv.Run, inv.Node)
+	w.event(WorkerEvent{Event: EventTook, ID: req.ID, Run: inv.Run, Node: inv.Node})
 	w.answer(ctx, msg, req, wireReply{State: StateStarted}, nil)
 
 	ent, err := w.pkg(runCtx, req)
 	var out scheduler.Outcome
+	var wsSet map[cid.Cid]bool
+	if err == nil && inv.Workspace.Defined() {
+		inv.WorkspaceBlocks, wsSet, err = w.ws.workspace(runCtx, inv.Workspace)
+	}
 	if err == nil {
 		inv.PackageBlocks = ent.blocks
 		local := &scheduler.Local{Key: w.o.Key, Adapter: w.o.Adapter,
@@ -224,35 +317,38 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		w.o.Log("handed back %s: the worker is stopping", req.ID)
+		w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "the worker is stopping"})
 		_ = msg.Nak()
 		return
 	case runCtx.Err() != nil:
-		w.o.Log("stopped %s: its engine gave up", req.ID)
+		w.event(WorkerEvent{Event: EventStopped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up"})
 		_ = msg.TermWithReason("cancelled by its engine")
 		return
 	case err != nil:
-		w.o.Log("failed %s: %v", req.ID, err)
+		w.event(WorkerEvent{Event: EventFailed, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: err.Error()})
 		if w.answer(ctx, msg, req, wireReply{State: StateError, Error: err.Error()}, nil) {
 			_ = msg.TermWithReason("failed")
 		} else {
+			w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "could not tell its engine"})
 			_ = msg.NakWithDelay(2 * time.Second)
 		}
 		return
 	}
-	// The engine has the package: its blocks are not sent back.
-	blocks := withoutBlocks(out.Blocks, ent.set)
+	// The engine has the package and the workspace: their blocks are not
+	// sent back.
+	blocks := withoutBlocks(withoutBlocks(out.Blocks, ent.set), wsSet)
 	r := wireReply{State: StateDone, Receipt: &cas.Link{Cid: out.Receipt}}
 	if !w.answer(ctx, msg, req, r, blocks) {
+		w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "could not publish its outcome"})
 		_ = msg.NakWithDelay(2 * time.Second)
 		return
 	}
 	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
 	defer acancel()
 	if err := msg.DoubleAck(actx); err != nil {
-		w.o.Log("ack %s: %v", req.ID, err)
+		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "ack: " + err.Error()})
 	}
-	w.o.Log("done %s: receipt %s", req.ID, out.Receipt)
+	w.event(WorkerEvent{Event: EventDone, ID: req.ID, Run: inv.Run, Node: inv.Node, Receipt: out.Receipt.String()})
 }
 
 // answer publishes a reply to the invocation's engine, with blocks; a
@@ -288,7 +384,7 @@ func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r 
 		_, err = w.js.Publish(pctx, req.Reply, data, opts...)
 	}
 	if err != nil {
-		w.o.Log("reply %s (%s): %v", req.ID, r.State, err)
+		w.event(WorkerEvent{Event: EventError, ID: req.ID, Error: fmt.Sprintf("reply (%s): %v", r.State, err)})
 		return false
 	}
 	return true
@@ -383,9 +479,34 @@ func (w *worker) onCancel(m *nats.Msg) {
 	}
 }
 
+// event tells the worker's log of ev, stamped now.
+func (w *worker) event(ev WorkerEvent) {
+	ev.Time = time.Now().UTC()
+	w.o.Events(ev)
+}
+
+// heartbeat returns a func that tells the invocation's engine, on the
+// core subject PREFIX.beat.ENGINE.ID, that this worker is still running
+// it. Best effort: a heartbeat lost is no harm.
+func (w *worker) heartbeat(req *Request) func() {
+	subject := w.o.beatPrefix() + strings.TrimPrefix(req.Reply, w.o.resultPrefix())
+	data, err := cas.Marshal(&wireHeartbeat{Type: TypeHeartbeat, ID: req.ID, Worker: w.pub})
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = w.nc.Publish(subject, data) }
+}
+
+// beatPeriod is how often a running invocation is kept alive and its
+// engine told: AckWait/3, and at least every 5 seconds, two of which
+// make an engine's default Silence.
+func beatPeriod(ackWait time.Duration) time.Duration {
+	return min(ackWait/3, 5*time.Second)
+}
+
 // keepAlive tells the server every period that msg is still being worked
-// on, until the returned function is called.
-func keepAlive(msg jetstream.Msg, period time.Duration) func() {
+// on, and calls beat, until the returned function is called.
+func keepAlive(msg jetstream.Msg, period time.Duration, beat func()) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(period)
@@ -394,6 +515,7 @@ func keepAlive(msg jetstream.Msg, period time.Duration) func() {
 			select {
 			case <-t.C:
 				_ = msg.InProgress()
+				beat()
 			case <-done:
 				return
 			}
