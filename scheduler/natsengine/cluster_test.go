@@ -334,7 +334,7 @@ func clusterFailover(t *testing.T, killLeaders bool) {
 		w := running{nc: c.connect(fmt.Sprintf("worker %d", i)), cancel: wcancel, done: make(chan error, 1)}
 		workers[i] = w
 		o := natsengine.WorkerOptions{Names: names, Key: k, Jobs: 2, AckWait: 2 * time.Second, MaxDeliver: 20,
-			Dir: t.TempDir(), Log: tr.workerLog(i)}
+			Dir: t.TempDir(), Events: tr.workerEvents(i)}
 		go func() { w.done <- natsengine.Serve(wctx, w.nc, o) }()
 	}
 	t.Cleanup(func() {

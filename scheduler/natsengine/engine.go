@@ -641,6 +641,9 @@ func (e *Engine) abandon(id string, seq uint64) {
 // forget removes an answered invocation from the work queue, where the
 // worker's ack has usually removed it already.
 func (e *Engine) forget(seq uint64) {
+	if !e.nc.IsConnected() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.work.DeleteMsg(ctx, seq)

@@ -54,7 +54,7 @@ func TestAnsweredInvocationNotRunAgain(t *testing.T) {
 	serve := func(i int, nc *nats.Conn) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		o := natsengine.WorkerOptions{Key: workerKeys[i], AckWait: ackWait, Dir: t.TempDir(), Log: tr.workerLog(i)}
+		o := natsengine.WorkerOptions{Key: workerKeys[i], AckWait: ackWait, Dir: t.TempDir(), Events: tr.workerEvents(i)}
 		go func() { done <- natsengine.Serve(ctx, nc, o) }()
 		t.Cleanup(func() {
 			cancel()

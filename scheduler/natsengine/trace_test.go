@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/scheduler"
+	"github.com/haygent/hg/scheduler/natsengine"
 )
 
 // runTrace is what happened during a run, in order: invocations taken
-// and finished by workers (from their logs) and nodes accepted by the
+// and finished by workers (from their events) and nodes accepted by the
 // scheduler (from its events).
 type runTrace struct {
 	t        *testing.T
@@ -35,38 +35,28 @@ type traceStep struct {
 	worker int // -1 for the scheduler
 }
 
-// workerLog returns worker i's Log: it records the invocations it takes
-// and finishes. It reads the lines "took ID: run RUN node NODE" and
-// "done ID: receipt CID" of Serve.
-func (tr *runTrace) workerLog(i int) func(string, ...any) {
+// workerEvents returns worker i's Events: it records the invocations
+// it takes and finishes, and logs every event.
+func (tr *runTrace) workerEvents(i int) func(natsengine.WorkerEvent) {
 	t := tr.t
-	return func(format string, args ...any) {
-		line := fmt.Sprintf(format, args...)
-		tr.logf("worker %d: %s", i, line)
-		var id, run, node string
-		switch {
-		case strings.HasPrefix(line, "took "):
-			if n, _ := fmt.Sscanf(line, "took %s run %s node %s", &id, &run, &node); n != 3 {
-				t.Errorf("worker %d: a line that does not say what it took: %q", i, line)
-				return
-			}
-			id = strings.TrimSuffix(id, ":")
+	return func(ev natsengine.WorkerEvent) {
+		tr.logf("worker %d: %s", i, ev)
+		switch ev.Event {
+		case natsengine.EventTook:
 			tr.mu.Lock()
-			tr.node[id] = node
-			tr.steps = append(tr.steps, traceStep{"took", node, i})
+			tr.node[ev.ID] = ev.Node
+			tr.steps = append(tr.steps, traceStep{"took", ev.Node, i})
 			onTake := tr.onTake
 			tr.mu.Unlock()
 			if onTake != nil {
 				onTake(i)
 			}
-		case strings.HasPrefix(line, "done "):
-			fmt.Sscanf(line, "done %s", &id)
-			id = strings.TrimSuffix(id, ":")
+		case natsengine.EventDone:
 			tr.mu.Lock()
-			if node, ok := tr.node[id]; ok {
+			if node, ok := tr.node[ev.ID]; ok {
 				tr.steps = append(tr.steps, traceStep{"done", node, i})
 			} else {
-				t.Errorf("worker %d: done %s, which it did not take", i, id)
+				t.Errorf("worker %d: done %s, which it did not take", i, ev.ID)
 			}
 			tr.mu.Unlock()
 		}
