@@ -639,14 +639,30 @@ func (e *Engine) abandon(id string, seq uint64) {
 }
 
 // forget removes an answered invocation from the work queue, where the
-// worker's ack has usually removed it already.
+// worker's ack has usually removed it already. A failover loses such
+// requests, and one lost would let the message come back after the ack
+// wait: it is asked again until the stream answers (done, or no such
+// message), for at most a minute.
 func (e *Engine) forget(seq uint64) {
-	if !e.nc.IsConnected() {
-		return
+	give := time.Now().Add(time.Minute)
+	for {
+		if e.nc.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := e.work.DeleteMsg(ctx, seq)
+			cancel()
+			if err == nil || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				return
+			}
+		}
+		if time.Now().After(give) {
+			return
+		}
+		select {
+		case <-e.closed:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.work.DeleteMsg(ctx, seq)
 }
 
 func (e *Engine) deleteObject(name string) {
