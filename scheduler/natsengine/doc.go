@@ -26,9 +26,11 @@
 //	            "block-CID" ([BlockObject]: the CID's canonical text form)
 //
 // Whoever comes first (engine or worker) creates the streams and the
-// buckets; an existing one is used as it is. Work messages and results
-// older than a day, and objects older than a day, are removed by the
-// server, which bounds what engines that died leave behind.
+// buckets, kept by [Names.Replicas] servers of a cluster (default 1;
+// the consumers inherit it); an existing one is used as it is. Work
+// messages and results older than a day, and objects older than a day,
+// are removed by the server, which bounds what engines that died leave
+// behind.
 //
 // # Messages
 //
@@ -169,7 +171,10 @@
 // failed) is handed back, and a worker that dies lets its ack wait run
 // out; either way the message is redelivered, at most MaxDeliver times
 // in all, after which the server's max-deliveries advisory fails the
-// invocation at the engine.
+// invocation at the engine. Once the engine has an outcome, it removes
+// the invocation from the queue as well: one whose ack was lost (its
+// worker died right after answering, a failover dropped the ack) is not
+// handed out and run again after its acceptance.
 //
 // A worker's AckWait is 15 seconds by default ([WorkerOptions.AckWait]),
 // kept alive by progress acks every AckWait/3: a worker that is killed

@@ -485,6 +485,10 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			case StateError:
 				return fail("worker %s: %s", r.Worker, r.Error)
 			case StateDone:
+				// Off the queue, should the worker's ack be lost (it
+				// died, a failover dropped it): handed out again, the
+				// invocation would run again after its acceptance.
+				go e.forget(seq)
 				return e.outcome(ctx, inv, id, r)
 			default:
 				e.abandon(id, seq)
@@ -632,6 +636,33 @@ func (e *Engine) abandon(id string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.work.DeleteMsg(ctx, seq)
+}
+
+// forget removes an answered invocation from the work queue, where the
+// worker's ack has usually removed it already. A failover loses such
+// requests, and one lost would let the message come back after the ack
+// wait: it is asked again until the stream answers (done, or no such
+// message), for at most a minute.
+func (e *Engine) forget(seq uint64) {
+	give := time.Now().Add(time.Minute)
+	for {
+		if e.nc.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := e.work.DeleteMsg(ctx, seq)
+			cancel()
+			if err == nil || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				return
+			}
+		}
+		if time.Now().After(give) {
+			return
+		}
+		select {
+		case <-e.closed:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (e *Engine) deleteObject(name string) {

@@ -33,6 +33,11 @@ type Names struct {
 	// Blocks is the Object Store holding workspace blocks, each an
 	// object named by its CID ([BlockObject]). Default "HG_BLOCKS".
 	Blocks string
+	// Replicas is how many servers of a JetStream cluster keep each of
+	// the streams and buckets, when this side is the one to create them
+	// (an existing one is used as it is); their consumers inherit it.
+	// Default 1; a cluster that must survive the loss of a server wants 3.
+	Replicas int
 }
 
 func (n Names) withDefaults() Names {
@@ -95,14 +100,14 @@ func setup(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.Obje
 	}
 	if err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: n.Stream, Subjects: []string{n.Prefix + ".work.>"}, Retention: jetstream.WorkQueuePolicy,
-		MaxAge: keepFor, Duplicates: 10 * time.Minute,
+		MaxAge: keepFor, Duplicates: 10 * time.Minute, Replicas: n.Replicas,
 		Description: "hg: Haygent invocations, each taken by one worker",
 	}); err != nil {
 		return nil, err
 	}
 	if err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: n.Results, Subjects: []string{n.resultPrefix() + ">"}, Retention: jetstream.WorkQueuePolicy,
-		MaxAge:      keepFor,
+		MaxAge: keepFor, Replicas: n.Replicas,
 		Description: "hg: notices and outcomes of invocations, each read by the engine that sent it",
 	}); err != nil {
 		return nil, err
@@ -110,7 +115,7 @@ func setup(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.Obje
 	obs, err := js.ObjectStore(ctx, n.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: n.Bucket, TTL: objectTTL, Description: "hg: block lists too big for a message",
+			Bucket: n.Bucket, TTL: objectTTL, Replicas: n.Replicas, Description: "hg: block lists too big for a message",
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			obs, err = js.ObjectStore(ctx, n.Bucket)

@@ -56,7 +56,7 @@ func blocksBucket(ctx context.Context, js jetstream.JetStream, n Names) (jetstre
 	obs, err := js.ObjectStore(ctx, n.Blocks)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: n.Blocks, TTL: objectTTL, Description: "hg: blocks of workspaces, each an object named by its CID",
+			Bucket: n.Blocks, TTL: objectTTL, Replicas: n.Replicas, Description: "hg: blocks of workspaces, each an object named by its CID",
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			obs, err = js.ObjectStore(ctx, n.Blocks)

@@ -1,0 +1,160 @@
+package natsengine_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/internal/gcpolicy"
+	"github.com/haygent/hg/scheduler"
+	"github.com/haygent/hg/scheduler/natsengine"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// benchServer runs a JetStream server on loopback for the benchmark.
+func benchServer(b *testing.B) string {
+	b.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		b.Fatal("nats server not ready")
+	}
+	b.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s.ClientURL()
+}
+
+// BenchmarkNATSThroughput runs the same Work Order of builtin-only nodes
+// (a fan-out, 500 nodes; HG_BENCH_NATS_SIZE=N for N) through the NATS
+// engine, with two workers in this process on one JetStream server on
+// loopback, and through the local engine, five runs of each in turn
+// after one uncounted run of each, and reports the nodes a second of
+// each, their ratio, and the CPU time a node of each (the workers' and
+// the server's included: they share the process and its cores). Both runs are the same scheduler with the same options
+// (receipts verified, accepted and stored in memory, no memo cache);
+// only the engine differs. Target: NATS at least half the local
+// throughput for builtin-only nodes (measured, not asserted).
+func BenchmarkNATSThroughput(b *testing.B) {
+	defer gcpolicy.Apply()() // as hg run sets it
+	n := 500
+	if s := os.Getenv("HG_BENCH_NATS_SIZE"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	const (
+		jobs       = 8 // the scheduler's, for both engines
+		workerJobs = 4 // each worker's
+		rounds     = 5 // runs of each engine, alternating, per b.N
+	)
+	plan, err := scheduler.Load(writeFanout(b, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := benchServer(b)
+	conn := func() *nats.Conn {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		return nc
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, len(workerKeys))
+	for _, k := range workerKeys {
+		go func() {
+			served <- natsengine.Serve(ctx, conn(), natsengine.WorkerOptions{Key: k, Jobs: workerJobs, Dir: b.TempDir()})
+		}()
+	}
+	defer func() {
+		cancel()
+		for range workerKeys {
+			if err := <-served; err != nil {
+				b.Errorf("Serve: %v", err)
+			}
+		}
+	}()
+	eng, err := natsengine.New(conn(), natsengine.Options{Timeout: 5 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	trusted := []ed25519.PublicKey{pub(workerKeys[0]), pub(workerKeys[1])}
+
+	once := func(e scheduler.Engine) (wall, cpu time.Duration) {
+		s := scheduler.New(scheduler.Options{
+			Store: scheduler.Shared{Store: memstore.New()}, Key: schedulerKey, Trusted: trusted,
+			Engine: e, Jobs: jobs, NoCache: true,
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cpu0 := cpuTime(b)
+		start := time.Now()
+		id, err := s.Start(ctx, plan, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec, err := s.Execute(ctx, plan, id)
+		wall, cpu = time.Since(start), cpuTime(b)-cpu0
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.Status != scheduler.StatusDone || s.Ran() != n {
+			b.Fatalf("status %s (%s), ran %d of %d nodes", rec.Status, rec.Reason, s.Ran(), n)
+		}
+		return wall, cpu
+	}
+	// One uncounted run of each first: the workers unpack the package,
+	// the connections and the process's memory warm up.
+	once(nil)
+	once(eng)
+	b.ResetTimer()
+	var local, remote, localCPU, remoteCPU time.Duration
+	for range b.N * rounds {
+		w, c := once(nil)
+		local, localCPU = local+w, localCPU+c
+		w, c = once(eng)
+		remote, remoteCPU = remote+w, remoteCPU+c
+	}
+	b.StopTimer()
+	nodes := float64(b.N * rounds * n)
+	localRate, natsRate := nodes/local.Seconds(), nodes/remote.Seconds()
+	b.ReportMetric(localRate, "local-nodes/s")
+	b.ReportMetric(natsRate, "nats-nodes/s")
+	b.ReportMetric(natsRate/localRate, "nats/local")
+	b.ReportMetric(float64(localCPU.Microseconds())/nodes, "local-cpu-µs/node")
+	b.ReportMetric(float64(remoteCPU.Microseconds())/nodes, "nats-cpu-µs/node")
+	verdict := "MISSED"
+	if natsRate >= localRate/2 {
+		verdict = "met"
+	}
+	fmt.Printf("\nNATS engine throughput, %d builtin-only nodes (fan-out), scheduler jobs %d, 2 workers x %d jobs, one server on loopback (%d CPUs):\n"+
+		"  local  %8.0f nodes/s  %6.0f CPU-µs/node\n  nats   %8.0f nodes/s  %6.0f CPU-µs/node (workers and server included)\n"+
+		"  nats/local %.2f   target >= 0.5   %s (measured, not asserted)\n",
+		n, jobs, workerJobs, runtime.NumCPU(), localRate, float64(localCPU.Microseconds())/nodes,
+		natsRate, float64(remoteCPU.Microseconds())/nodes, natsRate/localRate, verdict)
+}
+
+// cpuTime is the CPU time this process has used, user and system: the
+// scheduler's, the workers' and the server's, all in this process.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
