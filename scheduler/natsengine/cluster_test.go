@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -237,13 +236,6 @@ func (g *gate) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.
 	return g.Engine.Invoke(ctx, inv)
 }
 
-// failoverGap is why leaders-and-worker is not run by default.
-const failoverGap = `skipped (HG_NATS_FAILOVER=1 runs it): it passes (6 runs of 6) but takes 20 to 62 s, past the ` +
-	`budget of a test run by default. A worker's reply whose server dies before acking it waits out the 30 s ` +
-	`timeout of the worker's publication (worker.go, answer) and an ack lost so its 10 s (handle), holding the ` +
-	`job slot, before the message is handed back; each shutdown of a leader loses one or two such replies. ` +
-	`Once those are retried like the engine's publication, it can run by default`
-
 // A Work Order of 240 builtin-only nodes runs on two workers over a
 // three-server JetStream cluster whose streams are kept by all three
 // servers (Names.Replicas 3), and one worker dies holding an invocation
@@ -255,19 +247,15 @@ const failoverGap = `skipped (HG_NATS_FAILOVER=1 runs it): it passes (6 runs of 
 // took a node again once its receipt was accepted; and the stored run
 // verifies.
 //
-// leaders-and-worker runs only with HG_NATS_FAILOVER=1, as it takes up to
-// a minute: see failoverGap.
+// leaders-and-worker takes 10 to 40 s on two cores: each shutdown of a
+// leader loses a reply or two, which the worker publishes again a few
+// seconds later (publishReply).
 func TestClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-server cluster with servers and a worker killed: not in -short mode")
 	}
 	t.Run("worker", func(t *testing.T) { clusterFailover(t, false) })
-	t.Run("leaders-and-worker", func(t *testing.T) {
-		if os.Getenv("HG_NATS_FAILOVER") == "" {
-			t.Skip(failoverGap)
-		}
-		clusterFailover(t, true)
-	})
+	t.Run("leaders-and-worker", func(t *testing.T) { clusterFailover(t, true) })
 }
 
 func clusterFailover(t *testing.T, killLeaders bool) {

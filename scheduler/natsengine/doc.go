@@ -165,7 +165,9 @@
 // A worker takes a message only when one of its Jobs slots is free, keeps
 // it alive with progress acks while it runs, publishes the outcome to
 // the results stream (a JetStream publish, stored before it is
-// acknowledged), and only then acks the message. An invocation that
+// acknowledged; a try without an answer within 3 seconds, as when a
+// server goes down under it, is made again under the same message id for
+// up to 30 seconds), and only then acks the message. An invocation that
 // cannot be carried out is answered with an error and terminated. A
 // message the worker cannot answer (it is stopping, or the publish
 // failed) is handed back, and a worker that dies lets its ack wait run

@@ -343,7 +343,9 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.NakWithDelay(2 * time.Second)
 		return
 	}
-	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+	// The engine takes an answered invocation off the queue itself, so
+	// an ack lost with a server costs nothing but this wait: kept short.
+	actx, acancel := context.WithTimeout(ctx, replyAttempt)
 	defer acancel()
 	if err := msg.DoubleAck(actx); err != nil {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "ack: " + err.Error()})
@@ -375,13 +377,7 @@ func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r 
 		data, err = cas.Marshal(&r)
 	}
 	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		opts := []jetstream.PublishOpt{jetstream.WithExpectStream(w.o.Results)}
-		if r.State != StateStarted {
-			opts = append(opts, jetstream.WithMsgID(req.ID+"-"+r.State))
-		}
-		_, err = w.js.Publish(pctx, req.Reply, data, opts...)
+		err = w.publishReply(ctx, req, r.State, data)
 	}
 	if err != nil {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Error: fmt.Sprintf("reply (%s): %v", r.State, err)})
@@ -389,6 +385,42 @@ func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r 
 	}
 	return true
 }
+
+// publishReply publishes a reply body, for at most replyTimeout. A reply
+// other than "started" carries a message id (the invocation's and the
+// state), so the server drops a second copy: it is published again,
+// replyAttempt at a time, when a try gets no answer (a server shut down
+// under it, a cluster electing a new leader), instead of waiting out the
+// whole timeout on a request the server lost.
+func (w *worker) publishReply(ctx context.Context, req *Request, state string, data []byte) error {
+	pctx, cancel := context.WithTimeout(ctx, replyTimeout)
+	defer cancel()
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(w.o.Results)}
+	if state == StateStarted {
+		_, err := w.js.Publish(pctx, req.Reply, data, opts...)
+		return err
+	}
+	opts = append(opts, jetstream.WithMsgID(req.ID+"-"+state))
+	for {
+		actx, acancel := context.WithTimeout(pctx, replyAttempt)
+		_, err := w.js.Publish(actx, req.Reply, data, opts...)
+		acancel()
+		if err == nil || pctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(replyAttempt / 10):
+		case <-pctx.Done():
+			return err
+		}
+	}
+}
+
+// How long a worker tries to publish a reply, and each try.
+const (
+	replyTimeout = 30 * time.Second
+	replyAttempt = 3 * time.Second
+)
 
 // validReply reports whether reply is a result subject of invocation id.
 func (w *worker) validReply(id, reply string) bool {
