@@ -95,7 +95,9 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		Short: "run Work Order invocations sent over NATS by 'hg run --nats', signing with this store's runner key",
 		Long: `Take Haygent invocations from the NATS JetStream work queue that
 'hg run --nats URL' and 'hg resume --nats URL' fill, run each one here, and
-send back its receipt and blocks. Every block of an invocation is checked
+send back its receipt and blocks. A node's workspace comes block by block
+from the server's object store, each block fetched once and kept in memory
+for the next node that needs it. Every block of an invocation is checked
 against its CID first; a tampered invocation is refused. Receipts are signed
 with this store's runner key, printed on start: a scheduler accepts them
 only if it trusts that key ('hg key trust KEY' in the scheduler's store, or
