@@ -166,12 +166,15 @@ func TestServerOutage(t *testing.T) {
 	srv := newRestartable(t, true)
 	startWorkerOn(t, connectForever(t, srv.url()), natsengine.WorkerOptions{Key: workerKeys[0], AckWait: 2 * time.Second})
 	seen := newNotices()
-	e, err := natsengine.New(connectForever(t, srv.url()), natsengine.Options{Timeout: time.Minute, Log: t.Logf, Notify: seen.add(t)})
+	e, err := natsengine.New(connectForever(t, srv.url()), natsengine.Options{Timeout: 3 * time.Minute, Log: t.Logf, Notify: seen.add(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	// Generous: under -race on a loaded two-core machine a JetStream
+	// server's restart and the worker's next pull take far longer than
+	// they do alone (seconds).
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
 	srv.stop()

@@ -243,7 +243,7 @@ func (h *handEngine) invoke(root cid.Cid) (state, msg string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // generous: a loaded machine under -race
 	defer cancel()
 	cons, err := h.js.CreateConsumer(ctx, "HG_RESULTS", jetstream.ConsumerConfig{FilterSubject: req.Reply, AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
