@@ -40,7 +40,9 @@ func benchServer(b *testing.B) string {
 }
 
 // BenchmarkNATSThroughput runs the same Work Order of builtin-only nodes
-// (a fan-out, 500 nodes; HG_BENCH_NATS_SIZE=N for N) through the NATS
+// (a fan-out, 500 nodes; HG_BENCH_NATS_SIZE=N for N; the scheduler's
+// jobs 8 and each worker's 4, HG_BENCH_NATS_JOBS and
+// HG_BENCH_NATS_WORKER_JOBS to change them) through the NATS
 // engine, with two workers in this process on one JetStream server on
 // loopback, and through the local engine, five runs of each in turn
 // after one uncounted run of each, and reports the nodes a second of
@@ -55,11 +57,14 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	if s := os.Getenv("HG_BENCH_NATS_SIZE"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	const (
-		jobs       = 8 // the scheduler's, for both engines
-		workerJobs = 4 // each worker's
-		rounds     = 5 // runs of each engine, alternating, per b.N
-	)
+	jobs, workerJobs := 8, 4 // the scheduler's (both engines), each worker's
+	const rounds = 5         // runs of each engine, alternating, per b.N
+	if s := os.Getenv("HG_BENCH_NATS_JOBS"); s != "" {
+		jobs, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("HG_BENCH_NATS_WORKER_JOBS"); s != "" {
+		workerJobs, _ = strconv.Atoi(s)
+	}
 	plan, err := scheduler.Load(writeFanout(b, n))
 	if err != nil {
 		b.Fatal(err)

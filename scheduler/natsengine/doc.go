@@ -40,16 +40,18 @@
 // bytes}. An invocation (subject hg.work.ID, message id ID, so a
 // retried publish is not queued twice):
 //
-//	{"type": "hg/nats-invocation@1", "id": ID (32 hex digits),
+//	{"type": "hg/nats-invocation@2", "id": ID (32 hex digits),
 //	 "reply": "hg.result.ENGINE.ID", "deadline": RFC 3339 time,
 //	 "run", "node", "package": link to the package tree,
-//	 "blocks": [every block of the package tree],
-//	 "object": "invocation-ID" (only when the blocks are in HG_BLOBS; blocks is then empty),
+//	 "blocks": [every block of the package tree] (only if inline),
 //	 "input": the input, as a data-model map, "upstream": [links],
 //	 "workspace": link to the workspace tree (only for a node given one)}
 //
-// A workspace's blocks are not in the message: they travel through
-// HG_BLOCKS (below). A "workspace" that is not a defined CID is refused.
+// Neither the package's blocks nor a workspace's are in an engine's
+// message: they travel through HG_BLOCKS (below), so that a worker
+// fetches a package once, not with every invocation of it (version 1 of
+// the message carried them, and a worker refuses it by its type). A
+// message may still carry the package inline, as tests do. A "workspace" that is not a defined CID is refused.
 // A block's object in HG_BLOCKS holds the block's bytes and nothing else
 // (no envelope): at most [cas.MaxBlockSize] of them (a bigger object is
 // refused by its info, unread), which must hash to the CID its name
@@ -61,7 +63,7 @@
 //
 // A worker answers on the reply subject with
 //
-//	{"type": "hg/nats-outcome@1", "id", "state": "started"|"done"|"error",
+//	{"type": "hg/nats-outcome@1", "id", "state": "done"|"error",
 //	 "worker": "ed25519:...", "receipt": link (done),
 //	 "blocks": [the blocks the invocation wrote] (done),
 //	 "object": "outcome-ID-N" (done, when the blocks are in HG_BLOBS),
@@ -73,7 +75,9 @@
 //
 //	{"type": "hg/nats-heartbeat@1", "id": ID, "worker": "ed25519:..."}
 //
-// The engine decodes it strictly (canonical DAG-CBOR, exactly these
+// The first heartbeat says which worker took the invocation (workers of
+// before it also answered with a "started" reply, which an engine still
+// reads as a heartbeat). The engine decodes it strictly (canonical DAG-CBOR, exactly these
 // fields, an id that is the subject's, a key in its text form) and drops
 // anything else. A heartbeat is information only: it tells the engine
 // which worker says it has the invocation and that it is still heard
@@ -83,7 +87,7 @@
 // older than heartbeats is said to be silent after [Options.Silence]
 // while it runs a long invocation: a notice, nothing more.
 //
-// "started" says which worker took it; "done" carries the outcome; "error"
+// "done" carries the outcome; "error"
 // says why it could not be carried out (a message refused, a package that
 // does not load, an input the contract refuses, a workspace refused).
 // Neither the package's own blocks nor the blocks of the workspace the
@@ -100,16 +104,16 @@
 // [WorkerOptions.InlineLimit]) does not carry its blocks: they go to the
 // Object Store as one object, {"type": "hg/nats-blocks@1", "blocks":
 // [...]}, and the message names it. The Object Store chunks it, so an
-// outcome of any size travels. The engine deletes the invocation's object
-// and the outcome's object once it has them. Blocks read from an object
+// outcome of any size travels. The engine deletes the outcome's object
+// once it has it. Blocks read from an object
 // are verified against their CIDs like inline ones.
 //
-// # Workspaces
+// # Workspaces and packages
 //
-// A node's workspace travels block by block, each block once, through
+// A node's workspace, and its Haygent package, travel block by block, each block once, through
 // HG_BLOCKS, an Object Store in which every block is one object whose
 // name is derived from its CID. Before it queues an invocation, the
-// engine makes sure every block of the workspace is there: a block it
+// engine makes sure every block of the package and the workspace is there: a block it
 // put (or found) less than half the bucket's TTL ago is skipped without
 // asking, one whose object is there with the block's size and SHA-256
 // digest (the Object Store's own, from the object's info) is not put
@@ -173,10 +177,14 @@
 // failed) is handed back, and a worker that dies lets its ack wait run
 // out; either way the message is redelivered, at most MaxDeliver times
 // in all, after which the server's max-deliveries advisory fails the
-// invocation at the engine. Once the engine has an outcome, it removes
-// the invocation from the queue as well: one whose ack was lost (its
-// worker died right after answering, a failover dropped the ack) is not
-// handed out and run again after its acceptance.
+// invocation at the engine. Once the engine has an outcome, it makes sure
+// the invocation leaves the queue: one whose ack was lost (its worker
+// died right after answering, a failover dropped the ack) is not handed
+// out and run again after its acceptance. Every second it asks the work
+// stream once which answered invocations it still holds and deletes
+// those answered over 2 seconds before (the worker's own ack has removed
+// the others), and at Close all it still holds: one request a second,
+// not one an invocation, and well inside the ack wait.
 //
 // A worker's AckWait is 15 seconds by default ([WorkerOptions.AckWait]),
 // kept alive by progress acks every AckWait/3: a worker that is killed

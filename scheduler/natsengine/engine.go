@@ -83,6 +83,7 @@ type Engine struct {
 	id    string
 	limit int
 	put   *blockPutter // workspace blocks
+	gone  *forgetter   // answered invocations, taken off the queue
 
 	cons     jetstream.ConsumeContext
 	consName string
@@ -182,6 +183,7 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 		waiting: map[string]*waiter{}, bySeq: map[uint64]string{}, closed: make(chan struct{}),
 		put: put,
 	}
+	e.gone = newForgetter(nc, work, e.workersAckWait, e.closed)
 	e.consName = "hg-engine-" + e.id
 	cons, err := js.CreateConsumer(ctx, opts.Results, jetstream.ConsumerConfig{
 		Name: e.consName, FilterSubject: opts.resultPrefix() + e.id + ".*",
@@ -303,6 +305,7 @@ func (e *Engine) ID() string { return e.id }
 func (e *Engine) Close() error {
 	e.once.Do(func() {
 		close(e.closed)
+		e.gone.flush(5 * time.Second)
 		if e.adv != nil {
 			_ = e.adv.Unsubscribe()
 		}
@@ -338,8 +341,9 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: engine closed", inv.Node)
 	default:
 	}
-	// The workspace's blocks go to the blocks bucket, those not there yet.
-	if err := e.put.workspace(ctx, inv); err != nil {
+	// The package's and the workspace's blocks go to the blocks bucket,
+	// those not there yet: a worker fetches what it does not have.
+	if err := e.put.invocation(ctx, inv); err != nil {
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, err)
 	}
 	id := newID()
@@ -348,16 +352,12 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 	e.waiting[id] = w
 	e.mu.Unlock()
 	var seq uint64
-	var object string
 	defer func() {
 		close(w.done)
 		e.mu.Lock()
 		delete(e.waiting, id)
 		delete(e.bySeq, seq)
 		e.mu.Unlock()
-		if object != "" {
-			e.deleteObject(object)
-		}
 	}()
 	fail := func(format string, args ...any) (scheduler.Outcome, error) {
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, fmt.Errorf(format, args...))
@@ -367,20 +367,6 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 	data, err := EncodeRequest(req)
 	if err != nil {
 		return fail("%w", err)
-	}
-	if len(data) > e.limit {
-		object = "invocation-" + id
-		content, err := encodeBlocks(inv.PackageBlocks)
-		if err != nil {
-			return fail("%w", err)
-		}
-		if _, err := e.obs.PutBytes(ctx, object, content); err != nil {
-			return fail("put package blocks in the object store: %w", err)
-		}
-		req.Object = object
-		if data, err = EncodeRequest(req); err != nil {
-			return fail("%w", err)
-		}
 	}
 	published := time.Now() // or first tried: a publish waits for the server
 	ack, err := e.publish(ctx, id, data, deadline)
@@ -488,7 +474,7 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 				// Off the queue, should the worker's ack be lost (it
 				// died, a failover dropped it): handed out again, the
 				// invocation would run again after its acceptance.
-				go e.forget(seq)
+				e.gone.add(seq)
 				return e.outcome(ctx, inv, id, r)
 			default:
 				e.abandon(id, seq)
@@ -638,31 +624,13 @@ func (e *Engine) abandon(id string, seq uint64) {
 	_ = e.work.DeleteMsg(ctx, seq)
 }
 
-// forget removes an answered invocation from the work queue, where the
-// worker's ack has usually removed it already. A failover loses such
-// requests, and one lost would let the message come back after the ack
-// wait: it is asked again until the stream answers (done, or no such
-// message), for at most a minute.
-func (e *Engine) forget(seq uint64) {
-	give := time.Now().Add(time.Minute)
-	for {
-		if e.nc.IsConnected() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := e.work.DeleteMsg(ctx, seq)
-			cancel()
-			if err == nil || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-				return
-			}
-		}
-		if time.Now().After(give) {
-			return
-		}
-		select {
-		case <-e.closed:
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
+// workersAckWait returns the ack wait of the workers' consumer.
+func (e *Engine) workersAckWait(ctx context.Context) (time.Duration, error) {
+	c, err := e.js.Consumer(ctx, e.opts.Stream, e.opts.Consumer)
+	if err != nil {
+		return 0, err
 	}
+	return c.CachedInfo().Config.AckWait, nil
 }
 
 func (e *Engine) deleteObject(name string) {

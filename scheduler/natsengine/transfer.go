@@ -104,9 +104,12 @@ func newBlockPutter(ctx context.Context, js jetstream.JetStream, o Options) (*bl
 	return &blockPutter{obs: obs, put: put, known: map[cid.Cid]*putState{}}, nil
 }
 
-// workspace makes sure every block of inv's workspace is in the blocks
-// bucket, so that a worker can fetch what it lacks.
-func (p *blockPutter) workspace(ctx context.Context, inv scheduler.Invocation) error {
+// invocation makes sure every block of inv's package and workspace is in
+// the blocks bucket, so that a worker can fetch what it lacks.
+func (p *blockPutter) invocation(ctx context.Context, inv scheduler.Invocation) error {
+	if err := p.ensure(ctx, inv.PackageBlocks); err != nil {
+		return fmt.Errorf("package %s: %w", inv.Package, err)
+	}
 	if !inv.Workspace.Defined() {
 		return nil
 	}
@@ -126,6 +129,9 @@ func (p *blockPutter) workspace(ctx context.Context, inv scheduler.Invocation) e
 // ensure puts in the bucket those of blocks not there already,
 // blockParallel at a time.
 func (p *blockPutter) ensure(ctx context.Context, blocks []cas.Block) error {
+	if blocks = p.unknown(blocks); len(blocks) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan cas.Block)
@@ -159,6 +165,34 @@ feed:
 	return context.Cause(ctx)
 }
 
+// unknown returns those of blocks not put (or found) in the bucket
+// recently: the others need no goroutine, nor a word with the server.
+func (p *blockPutter) unknown(blocks []cas.Block) []cas.Block {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []cas.Block
+	for _, b := range blocks {
+		if !p.fresh(p.known[b.CID()]) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// fresh reports whether s is a put that succeeded less than half the
+// bucket's TTL ago. p.mu is held.
+func (p *blockPutter) fresh(s *putState) bool {
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return s.err == nil && time.Since(s.at) < objectTTL/2
+	default:
+		return false
+	}
+}
+
 // one makes sure block b is in the bucket: it waits for a put of it in
 // progress, trusts one made less than half the bucket's TTL ago, and
 // otherwise puts it.
@@ -167,13 +201,13 @@ func (p *blockPutter) one(ctx context.Context, b cas.Block) error {
 	for {
 		p.mu.Lock()
 		s := p.known[c]
+		if p.fresh(s) {
+			p.mu.Unlock()
+			return nil
+		}
 		if s != nil {
 			select {
 			case <-s.done:
-				if s.err == nil && time.Since(s.at) < objectTTL/2 {
-					p.mu.Unlock()
-					return nil
-				}
 				s = nil // failed, or old: put it again
 			default:
 			}
@@ -298,13 +332,13 @@ func newFetcher(ctx context.Context, js jetstream.JetStream, o WorkerOptions) (*
 	return &fetcher{obs: obs, o: wo, cache: &blockCache{max: max(wo.CacheBytes, 0), m: map[cid.Cid]cas.Block{}}}, nil
 }
 
-// workspace returns every block of the tree root, each verified against
-// its CID, and their CIDs as a set. It walks the tree a level at a time
+// tree returns every block of the tree root (a workspace, a package),
+// each verified against its CID, and their CIDs as a set. It walks the tree a level at a time
 // from the root, following only links read from verified blocks, and
 // refuses a tree over the limits before it fetches more.
-func (f *fetcher) workspace(ctx context.Context, root cid.Cid) ([]cas.Block, map[cid.Cid]bool, error) {
+func (f *fetcher) tree(ctx context.Context, root cid.Cid) ([]cas.Block, map[cid.Cid]bool, error) {
 	fail := func(err error) ([]cas.Block, map[cid.Cid]bool, error) {
-		return nil, nil, fmt.Errorf("workspace %s: %w", root, err)
+		return nil, nil, err // the caller names the tree
 	}
 	seen := map[cid.Cid]bool{root: true}
 	var out []cas.Block

@@ -231,14 +231,21 @@ func (h *handEngine) putBytes(c cid.Cid, data []byte) {
 	}
 }
 
-// invoke publishes the echo invocation on workspace root and returns the
-// worker's last answer: its state and error.
+// invoke publishes the echo invocation, its package inline, on workspace
+// root and returns the worker's last answer: its state and error.
 func (h *handEngine) invoke(root cid.Cid) (state, msg string) {
 	h.t.Helper()
 	inv := echoInvocation(h.t)
 	inv.Workspace = root
+	return h.send(inv, true)
+}
+
+// send publishes inv, its package inline or not, and returns the worker's
+// last answer.
+func (h *handEngine) send(inv scheduler.Invocation, inline bool) (state, msg string) {
+	h.t.Helper()
 	id := fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
-	req := &natsengine.Request{ID: id, Reply: "hg.result." + h.engine + "." + id, Deadline: time.Now().Add(time.Minute), Invocation: inv}
+	req := &natsengine.Request{ID: id, Reply: "hg.result." + h.engine + "." + id, Deadline: time.Now().Add(time.Minute), Invocation: inv, Inline: inline}
 	data, err := natsengine.EncodeRequest(req)
 	if err != nil {
 		h.t.Fatal(err)
@@ -263,9 +270,6 @@ func (h *handEngine) invoke(root cid.Cid) (state, msg string) {
 			h.t.Fatal(err)
 		}
 		m := n.(map[string]any)
-		if m["state"] == "started" {
-			continue
-		}
 		e, _ := m["error"].(string)
 		return m["state"].(string), e
 	}
@@ -416,7 +420,7 @@ func TestWorkspaceEngineChecks(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if put[root] != 1 || len(put) != len(blocks) {
+	if put[root] != 1 || len(put) != len(blocks)+len(inv.PackageBlocks) {
 		t.Errorf("put %v, want every block once", put)
 	}
 }
@@ -456,7 +460,7 @@ func TestWorkspaceWorkerCache(t *testing.T) {
 		mu.Lock()
 		want := 0
 		if i == 0 {
-			want = len(blocks)
+			want = len(blocks) + len(inv.PackageBlocks) // the package travels the same way
 		}
 		if fetched != want || put != want {
 			t.Errorf("%s: fetched %d and put %d blocks, want %d", node, fetched, put, want)

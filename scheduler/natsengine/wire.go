@@ -14,9 +14,11 @@ import (
 
 // Types of the messages, in their "type" field.
 const (
-	TypeRequest = "hg/nats-invocation@1" // an invocation, engine to worker
-	TypeReply   = "hg/nats-outcome@1"    // a notice or an outcome, worker to engine
-	TypeBlocks  = "hg/nats-blocks@1"     // a list of blocks kept in the Object Store
+	// TypeRequest is an invocation, engine to worker. Version 2: the
+	// package travels through the blocks bucket unless its blocks are inline.
+	TypeRequest = "hg/nats-invocation@2"
+	TypeReply   = "hg/nats-outcome@1" // a notice or an outcome, worker to engine
+	TypeBlocks  = "hg/nats-blocks@1"  // a list of blocks kept in the Object Store
 	// TypeHeartbeat is a worker's "still working on it", on a core
 	// subject: information for the engine's progress, never evidence.
 	TypeHeartbeat = "hg/nats-heartbeat@1"
@@ -48,8 +50,7 @@ type wireRequest struct {
 	Run       string          `cbor:"run"`
 	Node      string          `cbor:"node"`
 	Package   cas.Link        `cbor:"package"`
-	Blocks    []wireBlock     `cbor:"blocks"`
-	Object    string          `cbor:"object,omitempty"`
+	Blocks    []wireBlock     `cbor:"blocks,omitempty"`
 	Input     cbor.RawMessage `cbor:"input"`
 	Upstream  []cas.Link      `cbor:"upstream"`
 	Workspace *cas.Link       `cbor:"workspace,omitempty"`
@@ -106,9 +107,11 @@ type Request struct {
 	ID       string    // the invocation id: the last token of the subject and the message id
 	Reply    string    // the subject the worker publishes its notices and outcome to
 	Deadline time.Time // the engine gives up then; no worker starts the invocation after it
-	// Object, if set, names the Object Store object that holds the
-	// package blocks; Invocation.PackageBlocks is then empty.
-	Object string
+	// Inline sends the package blocks in the message. Otherwise they are
+	// in the blocks bucket, and a worker that does not have the package
+	// yet fetches them there, once; a decoded request has them only if
+	// they were inline.
+	Inline bool
 	// Invocation is the work. Its Workspace travels, by CID; its
 	// WorkspaceBlocks do not (they go through the blocks bucket), and a
 	// decoded request has none.
@@ -116,7 +119,7 @@ type Request struct {
 }
 
 // EncodeRequest returns the message body of r: canonical DAG-CBOR. The
-// package blocks go inline unless r.Object is set.
+// package blocks go inline if r.Inline.
 func EncodeRequest(r *Request) ([]byte, error) {
 	inv := r.Invocation
 	if !inv.Package.Defined() {
@@ -128,9 +131,9 @@ func EncodeRequest(r *Request) ([]byte, error) {
 	}
 	w := wireRequest{
 		Type: TypeRequest, ID: r.ID, Reply: r.Reply, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano),
-		Run: inv.Run, Node: inv.Node, Package: cas.Link{Cid: inv.Package}, Object: r.Object, Input: input,
+		Run: inv.Run, Node: inv.Node, Package: cas.Link{Cid: inv.Package}, Input: input,
 	}
-	if r.Object == "" {
+	if r.Inline {
 		w.Blocks = toWire(inv.PackageBlocks)
 	}
 	for _, u := range inv.Upstream {
@@ -158,7 +161,7 @@ func DecodeRequest(data []byte) (*Request, error) {
 	if !validID(w.ID) {
 		return nil, fmt.Errorf("%w: bad invocation id %q", ErrRefused, w.ID)
 	}
-	r := &Request{ID: w.ID, Reply: w.Reply, Object: w.Object}
+	r := &Request{ID: w.ID, Reply: w.Reply, Inline: len(w.Blocks) > 0}
 	refuse := func(format string, args ...any) (*Request, error) {
 		return r, fmt.Errorf("%w: invocation %s: %w", ErrRefused, w.ID, fmt.Errorf(format, args...))
 	}
@@ -179,8 +182,8 @@ func DecodeRequest(data []byte) (*Request, error) {
 	if err != nil {
 		return refuse("%w", err)
 	}
-	if w.Object == "" && len(blocks) == 0 {
-		return refuse("no package blocks and no object")
+	if !w.Package.Cid.Defined() {
+		return refuse("package: an undefined CID")
 	}
 	r.Invocation = scheduler.Invocation{Run: w.Run, Node: w.Node, Package: w.Package.Cid, PackageBlocks: blocks, Input: input}
 	for _, u := range w.Upstream {

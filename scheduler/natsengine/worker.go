@@ -300,14 +300,18 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	beat()
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beat)
 	defer stop()
+	// The first heartbeat, above, tells the engine who took it: a
+	// "started" reply through the results stream would cost the server
+	// a stored message more an invocation, for nothing a beat does not say.
 	w.event(WorkerEvent{Event: EventTook, ID: req.ID, Run: inv.Run, Node: inv.Node})
-	w.answer(ctx, msg, req, wireReply{State: StateStarted}, nil)
 
 	ent, err := w.pkg(runCtx, req)
 	var out scheduler.Outcome
 	var wsSet map[cid.Cid]bool
 	if err == nil && inv.Workspace.Defined() {
-		inv.WorkspaceBlocks, wsSet, err = w.ws.workspace(runCtx, inv.Workspace)
+		if inv.WorkspaceBlocks, wsSet, err = w.ws.tree(runCtx, inv.Workspace); err != nil {
+			err = fmt.Errorf("workspace %s: %w", inv.Workspace, err)
+		}
 	}
 	if err == nil {
 		inv.PackageBlocks = ent.blocks
@@ -468,16 +472,12 @@ func (w *worker) pkg(ctx context.Context, req *Request) (*pkgEntry, error) {
 func (w *worker) unpack(ctx context.Context, req *Request, ent *pkgEntry) error {
 	c := req.Invocation.Package
 	blocks := req.Invocation.PackageBlocks
-	if req.Object != "" {
-		if req.Object != "invocation-"+req.ID {
-			return fmt.Errorf("%w: object %q is not this invocation's", ErrRefused, req.Object)
-		}
-		data, err := w.obs.GetBytes(ctx, req.Object)
-		if err != nil {
-			return fmt.Errorf("package blocks: object %s: %w", req.Object, err)
-		}
-		if blocks, err = decodeBlocks(data); err != nil {
-			return fmt.Errorf("package blocks: %w", err)
+	if !req.Inline {
+		// From the blocks bucket, each verified against its CID, under
+		// the same limits as a workspace.
+		var err error
+		if blocks, _, err = w.ws.tree(ctx, c); err != nil {
+			return fmt.Errorf("package %s: %w", c, err)
 		}
 	}
 	ms := memstore.New()
