@@ -6,6 +6,7 @@ require (
 	cel.dev/cel-go v0.33.2
 	filippo.io/edwards25519 v1.2.0
 	github.com/fxamacker/cbor/v2 v2.10.0
+	github.com/in-toto/attestation v1.2.0
 	github.com/ipfs/go-cid v0.6.2
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/multiformats/go-multicodec v0.10.0
@@ -21,6 +22,7 @@ require (
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -53,7 +55,6 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240826202546-f6391c0de4c7 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240826202546-f6391c0de4c7 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 	lukechampine.com/blake3 v1.1.6 // indirect
 )

@@ -1,6 +1,7 @@
 package attest
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ed25519"
@@ -52,10 +53,13 @@ func (s *Signer) Public() crypto.PublicKey { return s.key.Public() }
 // statement and key give the same envelope, byte for byte (ed25519 is
 // deterministic).
 func Sign(ctx context.Context, st *Statement, s *Signer) (*Envelope, error) {
-	body, err := json.Marshal(st)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // a gate's "ev.size > 0" reads as written
+	if err := enc.Encode(st); err != nil {
 		return nil, err
 	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	es, err := dsse.NewEnvelopeSigner(s)
 	if err != nil {
 		return nil, err
