@@ -354,7 +354,8 @@ func writerRun(t *testing.T, hg func(args ...string) (string, string, int), pin 
 // would still verify. hg attest reads each artifact's content and checks
 // it against the recorded digest and the run's mutation evidence, and
 // refuses (exit 4) a receipt where they disagree, or whose artifact path
-// is not a clean relative path.
+// is not a clean relative path; the refusal is one escaped line, whatever
+// the forged path holds.
 func TestAttestChecksArtifacts(t *testing.T) {
 	dir, hg := ledgerStore(t)
 	writerRun(t, hg, "w")
@@ -383,10 +384,12 @@ func TestAttestChecksArtifacts(t *testing.T) {
 		a["file"], a["digest"] = other, hex.EncodeToString(otherSum[:])
 	}))
 	rewrite(t, dir, "w", "dotdot", nil, artifact(func(a map[string]any) { a["path"] = "../outside.txt" }))
+	rewrite(t, dir, "w", "evil-path", nil, artifact(func(a map[string]any) { a["path"] = "out/\x1b[2K\r\nwrote 9 envelopes" }))
 	for _, c := range []struct{ pin, stderr string }{
 		{"bad-digest", "its content has sha256"},
 		{"other-file", "the last mutation of it observed sha256"},
 		{"dotdot", `artifact "../outside.txt"`},
+		{"evil-path", `no mutation evidence of the run wrote it`},
 	} {
 		if out, errOut, code := hg("verify", c.pin); code != 0 {
 			t.Fatalf("verify %s: exit %d: the premise fails (hg verify now checks artifacts?)\n%s%s", c.pin, code, out, errOut)
@@ -394,6 +397,9 @@ func TestAttestChecksArtifacts(t *testing.T) {
 		got, errOut := attestFile(t, hg, c.pin, 4)
 		if got != nil || !strings.Contains(errOut, c.stderr) || !strings.Contains(errOut, "does not match what the run observed") {
 			t.Errorf("attest %s: file %.200q, stderr %s", c.pin, got, errOut)
+		}
+		if rawControl.MatchString(errOut) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("attest %s: stderr is not one escaped line: %q", c.pin, errOut)
 		}
 	}
 }
