@@ -317,7 +317,7 @@ func TestAttestRefusesWhatDoesNotVerify(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"foreign", 4, "attest refused: verification failed: receipt bafy"},
+		{"foreign", 4, ": trusted signer: signer ed25519:"},
 		{"swapped", 4, "transition chain"},
 		{"run-forged", 4, "attest refused: verification failed: run run-honest: outcome"},
 		{"halted", 1, "the receipt is not a PASS: it is a HALT"},
@@ -328,6 +328,9 @@ func TestAttestRefusesWhatDoesNotVerify(t *testing.T) {
 		out, errOut, code := hg("attest", c.arg, "-o", path)
 		if code != c.code || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("attest %s: exit %d, want %d with %q\n%s%s", c.arg, code, c.code, c.stderr, out, errOut)
+		}
+		if c.arg == "foreign" && !strings.Contains(errOut, "\nhg: hint: if you trust that runner, say so: 'hg key trust PUBKEY|FILE'\n") {
+			t.Errorf("attest foreign: no hint to trust the runner:\n%s", errOut)
 		}
 		if got, _ := os.ReadFile(path); string(got) != before {
 			t.Errorf("attest %s: the output file was changed to %.200q", c.arg, got)

@@ -262,9 +262,11 @@ func runTargets(ctx context.Context, st cas.Store, c cid.Cid, node string, trust
 // attestVerifyError is a failed verification of what hg attest was to
 // attest: exit 4, nothing written.
 func attestVerifyError(where, check, detail string) error {
-	err := verificationError(where, check, detail).(integrityError)
-	err.msg = "attest refused: " + err.msg
-	return err
+	hint := ""
+	if check == verify.CheckTrust {
+		hint = "if you trust that runner, say so: 'hg key trust PUBKEY|FILE'"
+	}
+	return integrityError{msg: textsafe.Sprintf("attest refused: verification failed: %s: %s: %s", where, check, detail), hint: hint}
 }
 
 // textsafeError is an error whose arguments, from a record, are escaped.
