@@ -216,7 +216,8 @@ func TestAttestReceiptVerifiesWithLibraries(t *testing.T) {
 // accepted, in node name order, none for the node that failed; each
 // verifies with the libraries and names the file the node wrote by the
 // sha256 of its content; the output is the same bytes every time, on
-// stdout too. RUN/NODE attests one node; a failed node is refused.
+// stdout too. RUN/NODE attests one node; a failed node is refused. A
+// node accepted from the memo is attested as such.
 func TestAttestRunNodes(t *testing.T) {
 	_, hg := ledgerStore(t)
 	shown, _, _ := hg("key", "show")
@@ -265,6 +266,22 @@ func TestAttestRunNodes(t *testing.T) {
 	}
 	if got, errOut := attestFile(t, hg, "run-attest/probe", 1); got != nil || !strings.Contains(errOut, "node probe of run run-attest is failed, not accepted") {
 		t.Errorf("a failed node: file %q, stderr %s", got, errOut)
+	}
+
+	// The same order again: its nodes are accepted from the memo, and
+	// their attestations say so, naming the receipts the first run made.
+	if out, errOut, code := hg("run", "--run-id", "run-again", wo); code != 0 {
+		t.Fatalf("run again: exit %d\n%s%s", code, out, errOut)
+	}
+	memo, _ := attestFile(t, hg, "run-again/build", 0)
+	st, err := libVerify(pub, envelopesOf(t, memo)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := libVerify(pub, envs[0])
+	p, p0 := predicateOf(t, st), predicateOf(t, first)
+	if node := p["workOrder"].(map[string]any); node["memo"] != true || node["run"] != "run-again" || p["receipt"] != p0["receipt"] {
+		t.Errorf("a memo hit: workOrder %v receipt %v, want memo true in run-again and the receipt %v", node, p["receipt"], p0["receipt"])
 	}
 }
 
