@@ -100,7 +100,9 @@ func runAttest(ctx context.Context, g *globals, arg, out string, asJSON bool) er
 		list []attested
 	)
 	err = g.withStore(true, func(st cas.Store) error {
-		targets, err := attestTargets(ctx, st, arg, trusted)
+		update, finish := g.ui.countProgress("verify", 1000)
+		targets, err := attestTargets(ctx, st, arg, trusted, &scheduler.VerifyOptions{Progress: update})
+		finish()
 		if err != nil {
 			return err
 		}
@@ -163,8 +165,9 @@ func attestError(err error) error {
 
 // attestTargets verifies what arg names against trusted and returns the
 // receipts to attest: a run's accepted nodes (one node's, for RUN/NODE),
-// or a receipt. A failed check is an integrity error naming it.
-func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25519.PublicKey) ([]attest.Target, error) {
+// or a receipt. A failed check is an integrity error naming it. opts
+// go to a run's verification.
+func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25519.PublicKey, opts *scheduler.VerifyOptions) ([]attest.Target, error) {
 	var (
 		c    cid.Cid
 		node string
@@ -184,7 +187,7 @@ func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25
 		return nil, err
 	}
 	if typ == scheduler.TypeRun {
-		return runTargets(ctx, st, c, node, trusted)
+		return runTargets(ctx, st, c, node, trusted, opts)
 	}
 	vs, err := verify.VerifyReceiptChain(ctx, st, c, trusted)
 	if err != nil {
@@ -207,8 +210,8 @@ func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25
 
 // runTargets verifies the run record c and returns its accepted nodes,
 // or only node when it is not "".
-func runTargets(ctx context.Context, st cas.Store, c cid.Cid, node string, trusted []ed25519.PublicKey) ([]attest.Target, error) {
-	v, err := scheduler.VerifyRun(ctx, st, c, trusted, nil)
+func runTargets(ctx context.Context, st cas.Store, c cid.Cid, node string, trusted []ed25519.PublicKey, opts *scheduler.VerifyOptions) ([]attest.Target, error) {
+	v, err := scheduler.VerifyRun(ctx, st, c, trusted, opts)
 	if err != nil {
 		return nil, err
 	}
