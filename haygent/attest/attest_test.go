@@ -40,7 +40,7 @@ func (k pubKey) Public() crypto.PublicKey { return k.pub }
 
 // runFixture runs the named fixture Haygent on input into st, signed with
 // key, and returns its receipt's verification against key.
-func runFixture(t *testing.T, st cas.Store, key ed25519.PrivateKey, name string, input map[string]any) *verify.Verification {
+func runFixture(t testing.TB, st cas.Store, key ed25519.PrivateKey, name string, input map[string]any) *verify.Verification {
 	t.Helper()
 	ctx := context.Background()
 	pkg, err := haygent.Load(filepath.Join("..", "..", "fixtures", "haygents", name))
