@@ -57,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"tamper":     cmdTamper,
 			"forge":      cmdForgeLedger,
 			"packcounts": cmdPackCounts,
+			"dsseverify": cmdDSSEVerify,
 		},
 	})
 }
