@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,11 +29,12 @@ type Options struct {
 	Cache *verify.Cache
 }
 
-// Not measured, and why.
-var notMeasured = []NotMeasured{
-	{Metric: "false_pass_rate", Reason: "hg recheck records only the nodes that regress, not the receipts it found holding: false_pass counts what rechecks found, with no count of what they measured"},
-	{Metric: "replay_agreement", Reason: "hg replay records nothing in the store, and hg recheck --replay only a replay that diverged: replay_diverged counts those, agreements are not recorded"},
-}
+// Not measured, and why: when no run counted holds the record a rate is
+// computed from.
+var (
+	noRecheck = NotMeasured{Metric: "false_pass_rate", Reason: "no hg recheck of the counted runs is recorded: false_pass has nothing to be a rate of"}
+	noReplay  = NotMeasured{Metric: "replay_agreement", Reason: "no hg recheck --replay of the counted runs is recorded (hg replay alone records nothing)"}
+)
 
 // fact is what the counted runs say of one receipt.
 type fact struct {
@@ -47,7 +47,10 @@ type fact struct {
 	// it, in a run whose own checks hold.
 	regressed  string
 	acceptedAt time.Time // its acceptance, when a run accepted it
-	classes    map[string]bool
+	// rechecked: a recorded re-measurement measured it; replayed: one
+	// replayed it, and diverged: one of those replays did not agree.
+	rechecked, replayed, diverged bool
+	classes                       map[string]bool
 }
 
 // observe adds one verification of the receipt.
@@ -114,7 +117,7 @@ func Compute(ctx context.Context, st cas.Store, opts Options) (*Report, error) {
 		opts.Cache = verify.NewCache()
 	}
 	c := &computation{ctx: ctx, st: st, opts: opts, facts: map[cid.Cid]*fact{}, classes: map[string]*classAcc{},
-		report: &Report{Trusted: len(opts.Trusted), NotMeasured: slices.Clone(notMeasured)}}
+		report: &Report{Trusted: len(opts.Trusted), NotMeasured: []NotMeasured{}}}
 	r := c.report
 	r.Runs.Unreadable, r.Runs.Unverified = []RunProblem{}, []RunProblem{}
 	if !opts.Since.IsZero() {
@@ -207,6 +210,7 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 	}
 	allOK := runOK
 	var lastAccepted time.Time
+	own := map[cid.Cid]bool{} // the run's receipts, current and earlier
 	for _, n := range rec.Nodes {
 		nv := byNode[n.Name]
 		if nv == nil || (n.Receipt == nil) != !nv.Receipt.Defined() || (n.Receipt != nil && n.Receipt.Cid != nv.Receipt) {
@@ -216,6 +220,7 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 			allOK = allOK && ch.OK
 		}
 		if n.Receipt != nil {
+			own[n.Receipt.Cid] = true
 			f := c.fact(n.Receipt.Cid, packages[n.Name], class)
 			var obj *ledger.Receipt
 			if nv.Verification != nil {
@@ -238,6 +243,7 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 			}
 		}
 		for _, e := range n.Earlier {
+			own[e.Cid] = true
 			if err := c.earlier(e.Cid, packages[n.Name], class); err != nil {
 				return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)
 			}
@@ -249,16 +255,47 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 				continue
 			}
 			f := c.facts[ev.Receipt.Cid]
-			if f == nil { // the events check holds: the receipt is the node's or an earlier one
+			if f == nil || !own[ev.Receipt.Cid] { // the events check holds: the receipt is the node's or an earlier one
 				return fmt.Errorf("run %s: regressed receipt %s is no receipt of node %s", info.Run, ev.Receipt.Cid, ev.Node)
 			}
 			if f.regressed == "" {
 				f.regressed = ev.Check
 			}
+			f.rechecked = true
+			if ev.Check == scheduler.CheckReplay {
+				f.replayed, f.diverged = true, true
+			}
+		}
+		if err := c.rechecks(info.Run, own); err != nil {
+			return err
 		}
 	}
 	if start := info.StartedAt(); rec.Status == scheduler.StatusDone && allOK && !start.IsZero() && !lastAccepted.IsZero() {
 		ca.runTime = append(ca.runTime, max(lastAccepted.Sub(start), 0))
+	}
+	return nil
+}
+
+// rechecks counts the recorded re-measurements of a run whose own checks
+// hold: each entry names one of the run's receipts (any other is not
+// counted).
+func (c *computation) rechecks(run string, own map[cid.Cid]bool) error {
+	log, err := scheduler.Rechecks(c.ctx, c.st, run)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", run, err)
+	}
+	for _, r := range log {
+		for _, e := range r.Nodes {
+			f := c.facts[e.Receipt.Cid]
+			if f == nil || !own[e.Receipt.Cid] || (e.Result != scheduler.RecheckHolds && e.Result != scheduler.RecheckRegressed) {
+				continue
+			}
+			f.rechecked = true
+			if e.Replay != nil {
+				f.replayed = true
+				f.diverged = f.diverged || e.Replay.Diverged
+			}
+		}
 	}
 	return nil
 }
@@ -340,6 +377,12 @@ func (c *computation) aggregate() {
 	}
 	r := c.report
 	r.Total = total.metrics()
+	if r.Total.Rechecked == 0 {
+		r.NotMeasured = append(r.NotMeasured, noRecheck)
+	}
+	if r.Total.Replayed == 0 {
+		r.NotMeasured = append(r.NotMeasured, noReplay)
+	}
 	r.Haygents = []HaygentGroup{}
 	for key, h := range haygents {
 		r.Haygents = append(r.Haygents, HaygentGroup{Haygent: key[0], Package: key[1], Metrics: h.metrics()})
@@ -365,6 +408,15 @@ func (c *computation) aggregate() {
 func (a *acc) add(f *fact) {
 	m := &a.m
 	m.Receipts++
+	if f.rechecked {
+		m.Rechecked++
+	}
+	if f.replayed {
+		m.Replayed++
+		if !f.diverged {
+			m.ReplayAgreed++
+		}
+	}
 	switch f.regressed {
 	case "":
 	case scheduler.CheckReplay:
@@ -443,7 +495,18 @@ func (a *acc) metrics() Metrics {
 		m.Repair.PerPass = &per
 	}
 	m.ToVerified = summarise(a.toVerified)
+	m.FalsePassRate = ratio(m.FalsePass, m.Rechecked)
+	m.ReplayAgreement = ratio(m.ReplayAgreed, m.Replayed)
 	return m
+}
+
+// ratio is n/d, nil when d is 0.
+func ratio(n, d int) *float64 {
+	if d == 0 {
+		return nil
+	}
+	r := float64(n) / float64(d)
+	return &r
 }
 
 func b2i(b bool) int {

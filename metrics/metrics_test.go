@@ -344,6 +344,74 @@ func TestComputeFalsePassFoundByRecheck(t *testing.T) {
 	if rep.Total.FalsePass != 1 || rep.Total.Pass != 1 {
 		t.Errorf("total: false PASS %d, PASS %d; want 1, 1", rep.Total.FalsePass, rep.Total.Pass)
 	}
+	// The regression is a measurement: 1 false PASS of 1 measured.
+	if conv.Rechecked != 1 || conv.FalsePassRate == nil || *conv.FalsePassRate != 1 {
+		t.Errorf("converge: rechecked %d, rate %v; want 1, 1", conv.Rechecked, conv.FalsePassRate)
+	}
+}
+
+// The recheck log (hg recheck records every re-measurement) gives the
+// rates their denominators: here the converge run's PASS held under a
+// replay that agreed, and the stuck run's first-try PASS held without a
+// replay, then regressed on a replay that diverged: no false PASS (a
+// divergence is not one) in 2 measured, and 1 of 2 replayed agreed.
+func TestComputeRecheckLog(t *testing.T) {
+	f := newFixture(t)
+	before := compute(t, f.st, metrics.Options{Trusted: trusted})
+	names := map[string]bool{}
+	for _, n := range before.NotMeasured {
+		names[n.Metric] = true
+	}
+	if !names["false_pass_rate"] || !names["replay_agreement"] || before.Total.FalsePassRate != nil || before.Total.ReplayAgreement != nil {
+		t.Fatalf("without a recheck: not measured %v, rates %v %v", before.NotMeasured, before.Total.FalsePassRate, before.Total.ReplayAgreement)
+	}
+	ctx := context.Background()
+	log := func(rec *scheduler.Record, e scheduler.RecheckEntry) {
+		t.Helper()
+		at, err := f.st.GetRef(ctx, scheduler.RefNamespace, rec.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scheduler.RecordRecheck(ctx, f.st, scheduler.Recheck{Run: rec.Run, Record: cas.Link{Cid: at}, At: time.Now().UTC().Format(time.RFC3339Nano),
+			Who: "test", Nodes: []scheduler.RecheckEntry{e}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv, easy := receiptOf(t, f.converge, "fix"), receiptOf(t, f.stuck, "easy")
+	log(f.converge, scheduler.RecheckEntry{Node: "fix", Receipt: cas.Link{Cid: conv}, Result: scheduler.RecheckHolds,
+		Replay: &scheduler.RecheckReplay{Agree: 4, Transitions: 4}})
+	log(f.stuck, scheduler.RecheckEntry{Node: "easy", Receipt: cas.Link{Cid: easy}, Result: scheduler.RecheckHolds})
+	// Entries that are no measurement of this run's receipts are not
+	// counted: a result of no known kind, a receipt of another run.
+	log(f.stuck, scheduler.RecheckEntry{Node: "peek", Receipt: cas.Link{Cid: receiptOf(t, f.stuck, "peek")}, Result: "hostile"})
+	for _, other := range []struct {
+		rec     *scheduler.Record
+		receipt cid.Cid
+	}{{f.stuck, conv}, {f.converge, receiptOf(t, f.stuck, "fix")}} {
+		log(other.rec, scheduler.RecheckEntry{Node: "fix", Receipt: cas.Link{Cid: other.receipt}, Result: scheduler.RecheckHolds,
+			Replay: &scheduler.RecheckReplay{Diverged: true}})
+	}
+	regress(t, f.st, f.stuck.Run, trusted, []scheduler.Finding{{Node: "easy", Receipt: easy, Check: scheduler.CheckReplay, Detail: "diverged"}})
+	log(f.stuck, scheduler.RecheckEntry{Node: "easy", Receipt: cas.Link{Cid: easy}, Result: scheduler.RecheckRegressed, Check: scheduler.CheckReplay,
+		Replay: &scheduler.RecheckReplay{Agree: 1, Transitions: 4, Diverged: true}})
+
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	if len(r.NotMeasured) != 0 {
+		t.Errorf("not measured: %v", r.NotMeasured)
+	}
+	tot := r.Total
+	if tot.Rechecked != 2 || tot.FalsePass != 0 || tot.FalsePassRate == nil || *tot.FalsePassRate != 0 {
+		t.Errorf("total: rechecked %d, false PASS %d, rate %v; want 2, 0, 0", tot.Rechecked, tot.FalsePass, tot.FalsePassRate)
+	}
+	if tot.Replayed != 2 || tot.ReplayAgreed != 1 || tot.ReplayAgreement == nil || *tot.ReplayAgreement != 0.5 || tot.ReplayDiverged != 1 {
+		t.Errorf("total: replayed %d, agreed %d, agreement %v, diverged %d; want 2, 1, 0.5, 1", tot.Replayed, tot.ReplayAgreed, tot.ReplayAgreement, tot.ReplayDiverged)
+	}
+	if c := class(t, r, "converge"); c.Replayed != 1 || *c.ReplayAgreement != 1 || c.Rechecked != 1 {
+		t.Errorf("converge: %+v", c)
+	}
+	if p := haygentGroup(t, r, "peek@1.0.0"); p.Rechecked != 0 {
+		t.Errorf("peek counted as rechecked by an entry of no known result: %+v", p)
+	}
 }
 
 // A PASS regressed because its signer is no longer trusted is counted as

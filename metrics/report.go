@@ -97,6 +97,17 @@ type Metrics struct {
 	FalsePass      int `json:"false_pass"`
 	TrustWithdrawn int `json:"trust_withdrawn"`
 	ReplayDiverged int `json:"replay_diverged"`
+	// Rechecked counts the receipts a recorded re-measurement measured
+	// (it held or regressed; hg recheck records each, and a regressed
+	// event is one); FalsePassRate is FalsePass over it, nil when 0.
+	Rechecked     int      `json:"rechecked"`
+	FalsePassRate *float64 `json:"false_pass_rate"`
+	// Replayed counts the receipts hg recheck --replay replayed;
+	// ReplayAgreed those whose every replay agreed; ReplayAgreement the
+	// one over the other, nil when none was replayed.
+	Replayed        int      `json:"replayed"`
+	ReplayAgreed    int      `json:"replay_agreed"`
+	ReplayAgreement *float64 `json:"replay_agreement"`
 
 	// Denied counts the operations the permissions refused, over every
 	// verified receipt; DeniedReceipts the receipts with one at least;
