@@ -19,7 +19,11 @@
 //   - false PASS found by hg recheck: accepted PASS receipts a
 //     re-measurement regressed (a regressed event of the run), apart from
 //     those regressed because their signer is no longer trusted or their
-//     replay diverged, which are counted on their own;
+//     replay diverged, which are counted on their own; and its rate, over
+//     the receipts a re-measurement measured (the run's recheck log,
+//     scheduler.Rechecks, and its regressed events);
+//   - replay agreement: of the receipts hg recheck --replay replayed,
+//     those whose every replay agreed;
 //   - operations the permissions refused (a verified receipt's denied
 //     list) and HALTs on a denial;
 //   - repair convergence: repairs per verified PASS, PASS at the first
@@ -31,9 +35,13 @@
 //     class from a done run's start to its last acceptance (both the
 //     scheduler's).
 //
-// What the store does not record is not measured, and [Report].NotMeasured
-// says why: today the rate of false PASS (rechecks that found nothing
-// leave no record) and replay agreement (a replay that agrees leaves none).
+// What the store holds no record of is not measured, and
+// [Report].NotMeasured says why: the rate of false PASS when no run counted
+// was re-measured, replay agreement when none was replayed (hg replay
+// alone records nothing). Single invocations (hg haygent run) belong to no
+// run and are not counted. The unsigned records (run records, their
+// events, the recheck log) count only in a run whose own checks hold, and
+// only for that run's own receipts.
 //
 // Every string in a report is taken from the ledger as it is: a reader
 // that shows one to a person escapes it (internal/textsafe for a
