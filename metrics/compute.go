@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +29,10 @@ type Options struct {
 	// a new one for this call.
 	Cache *verify.Cache
 }
+
+// CheckRecheckLog names a run's recheck log that cannot be read, in
+// [RunCounts].Unverified.
+const CheckRecheckLog = "recheck log"
 
 // Not measured, and why: when no run counted holds the record a rate is
 // computed from.
@@ -255,8 +260,12 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 				continue
 			}
 			f := c.facts[ev.Receipt.Cid]
-			if f == nil || !own[ev.Receipt.Cid] { // the events check holds: the receipt is the node's or an earlier one
-				return fmt.Errorf("run %s: regressed receipt %s is no receipt of node %s", info.Run, ev.Receipt.Cid, ev.Node)
+			if f == nil || !own[ev.Receipt.Cid] {
+				// The events check does not tie the receipt to the node:
+				// an event that names another is not counted.
+				c.report.Runs.Unverified = append(c.report.Runs.Unverified, RunProblem{Run: info.Run, Check: scheduler.CheckEvents,
+					Detail: fmt.Sprintf("a regressed event of node %s names receipt %s, which the run does not hold: not counted", ev.Node, ev.Receipt.Cid)})
+				continue
 			}
 			if f.regressed == "" {
 				f.regressed = ev.Check
@@ -281,7 +290,12 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 // counted).
 func (c *computation) rechecks(run string, own map[cid.Cid]bool) error {
 	log, err := scheduler.Rechecks(c.ctx, c.st, run)
-	if err != nil {
+	switch {
+	case errors.Is(err, cas.ErrInvalid), errors.Is(err, cas.ErrNotCanonical), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotFound):
+		// What the log says is not counted; the run is named.
+		c.report.Runs.Unverified = append(c.report.Runs.Unverified, RunProblem{Run: run, Check: CheckRecheckLog, Detail: err.Error()})
+		return nil
+	case err != nil:
 		return fmt.Errorf("run %s: %w", run, err)
 	}
 	for _, r := range log {

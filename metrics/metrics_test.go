@@ -414,6 +414,29 @@ func TestComputeRecheckLog(t *testing.T) {
 	}
 }
 
+// A run's recheck log that is not one (another run's, here) is named and
+// not counted; the metrics of everything else stand.
+func TestComputeNamesABadRecheckLog(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	at, _ := f.st.GetRef(ctx, scheduler.RefNamespace, f.converge.Run)
+	head, err := scheduler.RecordRecheck(ctx, f.st, scheduler.Recheck{Run: f.converge.Run, Record: cas.Link{Cid: at}, At: "2026-12-01T00:00:00Z", Who: "test",
+		Nodes: []scheduler.RecheckEntry{{Node: "fix", Receipt: cas.Link{Cid: receiptOf(t, f.converge, "fix")}, Result: scheduler.RecheckHolds}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.SetRef(ctx, scheduler.RecheckNamespace, f.stuck.Run, head); err != nil {
+		t.Fatal(err)
+	}
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	if len(r.Runs.Unverified) != 1 || r.Runs.Unverified[0].Run != f.stuck.Run || r.Runs.Unverified[0].Check != metrics.CheckRecheckLog {
+		t.Errorf("runs unverified: %+v", r.Runs.Unverified)
+	}
+	if r.Total.Rechecked != 1 || r.Total.Pass != 2 || r.Total.Receipts != 4 {
+		t.Errorf("total %+v", r.Total)
+	}
+}
+
 // A PASS regressed because its signer is no longer trusted is counted as
 // such, not as a false PASS; one whose replay diverged is counted as a
 // divergence, and is no PASS, though it still verifies.
@@ -452,6 +475,74 @@ func regress(t *testing.T, st cas.Store, run string, keys []ed25519.PublicKey, e
 		t.Fatal("the re-measurement found nothing")
 	}
 	if _, err := scheduler.Regress(ctx, st, at, found, scheduler.Actor{Who: "test"}, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Adversarial: a regressed event forged into the halted run's record,
+// naming the converge run's PASS, passes the run's events check (which
+// does not tie an event's receipt to its node) but is not counted: that
+// PASS stays a PASS, no false PASS is found, and the run is named.
+func TestComputeForgedRegressionOfAnotherRunsReceipt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	conv := receiptOf(t, f.converge, "fix")
+	data, err := cas.EncodeNode(map[string]any{"type": scheduler.TypeRunEvents, "run": f.stuck.Run, "events": []any{map[string]any{
+		"kind": scheduler.EventRegressed, "node": "fix", "from": "done", "to": "failed", "receipt": conv,
+		"check": "gates", "reason": "forged", "attempts": int64(1), "who": "mallory", "at": "2026-12-01T00:00:00Z"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	if err := f.st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	editRoot(t, f.st, f.stuck.Run, func(r map[string]any) { r["events"] = b.CID() })
+	at, _ := f.st.GetRef(ctx, scheduler.RefNamespace, f.stuck.Run)
+	v, err := scheduler.VerifyRun(ctx, f.st, at, trusted, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Checks {
+		if !c.OK {
+			t.Fatalf("the forged run fails %s (%s): the case this test is about is gone", c.Name, c.Detail)
+		}
+	}
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	if r.Total.FalsePass != 0 || r.Total.Pass != 2 || class(t, r, "converge").Pass != 1 {
+		t.Errorf("a forged regression counted: false PASS %d, PASS %d", r.Total.FalsePass, r.Total.Pass)
+	}
+	if len(r.Runs.Unverified) != 1 || r.Runs.Unverified[0].Run != f.stuck.Run || r.Runs.Unverified[0].Check != scheduler.CheckEvents {
+		t.Errorf("runs unverified: %+v", r.Runs.Unverified)
+	}
+}
+
+// editRoot rewrites the root of a stored run record and moves the ref.
+func editRoot(t *testing.T, st cas.Store, run string, edit func(map[string]any)) {
+	t.Helper()
+	ctx := context.Background()
+	root, err := st.GetRef(ctx, scheduler.RefNamespace, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := st.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cas.DecodeNode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := n.(map[string]any)
+	edit(m)
+	if data, err = cas.EncodeNode(m); err != nil {
+		t.Fatal(err)
+	}
+	b := cas.NewBlock(cas.DagCBOR, data)
+	if err := st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRef(ctx, scheduler.RefNamespace, run, b.CID()); err != nil {
 		t.Fatal(err)
 	}
 }

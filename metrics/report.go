@@ -35,7 +35,9 @@ type RunCounts struct {
 	Unreadable []RunProblem `json:"unreadable"`
 	// Unverified names the counted runs whose own checks (the record's
 	// outcome, its events) failed: their receipts count by their own
-	// checks, but none of their events (regressions) does.
+	// checks, but none of their events (regressions) or re-measurements
+	// does; and the regressed events not counted because they name a
+	// receipt the run does not hold.
 	Unverified []RunProblem `json:"unverified"`
 }
 

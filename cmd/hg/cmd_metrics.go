@@ -172,7 +172,7 @@ func writeMetrics(w io.Writer, r *metrics.Report) error {
 		textsafe.Fprintf(w, "unreadable run %s: %s: %s\n", p.Run, p.Check, p.Detail)
 	}
 	for _, p := range r.Runs.Unverified {
-		textsafe.Fprintf(w, "run %s does not verify (%s: %s): its regressions are not counted\n", p.Run, p.Check, p.Detail)
+		textsafe.Fprintf(w, "run %s: %s: %s: its events and rechecks not counted\n", p.Run, p.Check, p.Detail)
 	}
 	if r.Runs.NoStart > 0 {
 		fmt.Fprintf(w, "%s left out: no start time recorded\n", count(r.Runs.NoStart, "run"))
