@@ -301,6 +301,14 @@ func recheck(ctx context.Context, g *globals, arg string, replay bool, opts repl
 		sort.Strings(keys)
 		a := actorOf(dir)
 		if err := g.withStore(false, func(st cas.Store) error {
+			// A record imported from a bundle that nothing regressed is
+			// no run of this store: no log that 'hg run rm' could not
+			// remove.
+			if _, err := st.GetRef(ctx, scheduler.RefNamespace, t.run); errors.Is(err, cas.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
 			c, err := scheduler.RecordRecheck(ctx, st, scheduler.Recheck{Run: t.run, Record: cas.Link{Cid: t.record}, At: stamp(),
 				Who: a.Who, Key: a.Key, Trusted: keys, Replay: replay, Nodes: entries})
 			report.Logged = c.String()

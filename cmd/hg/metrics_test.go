@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/metrics"
+	"github.com/haygent/hg/scheduler"
 )
 
 // A report whose ledger strings are hostile (terminal escapes, a carriage
@@ -90,5 +96,55 @@ func TestParseSince(t *testing.T) {
 		if _, err := parseSince(bad); exitCode(err) != exitUsage {
 			t.Errorf("--since %q: exit %d (%v), want %d", bad, exitCode(err), err, exitUsage)
 		}
+	}
+}
+
+// A recheck of a record imported from a bundle, which is no run of the
+// store (no runs/RUN), that finds it holding records nothing: no recheck
+// log that 'hg run rm' could not remove.
+func TestRecheckOfAnImportedRecordLogsNothing(t *testing.T) {
+	ctx := context.Background()
+	work := t.TempDir()
+	a, b := filepath.Join(work, "a"), filepath.Join(work, "b")
+	hg := func(store string, want int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if got := run(ctx, append([]string{"--store", store}, args...), strings.NewReader(""), &stdout, &stderr); got != want {
+			t.Fatalf("hg %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), got, want, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	hg(a, 0, "init")
+	hg(a, 0, "run", "--run-id", "run-a", filepath.Join("..", "..", "fixtures", "workorders", "pipeline.json"))
+	var runs []struct {
+		Record string `json:"record"`
+	}
+	if err := json.Unmarshal([]byte(hg(a, 0, "runs", "--json")), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	car := filepath.Join(work, "run.car")
+	hg(a, 0, "bundle", "export", "run-a", "-o", car)
+	pub := strings.TrimSpace(hg(a, 0, "key", "show"))
+	hg(b, 0, "init")
+	hg(b, 0, "bundle", "import", car)
+	hg(b, 0, "key", "trust", pub)
+	out := hg(b, 0, "recheck", runs[0].Record)
+	if !strings.Contains(out, "every done node holds") || strings.Contains(out, "recorded as") {
+		t.Errorf("recheck of the imported record:\n%s", out)
+	}
+	if refs := hg(b, 0, "metrics", "--json"); !strings.Contains(refs, `"runs":{"listed":0,`) {
+		t.Errorf("metrics of the store the record was imported into: %s", refs)
+	}
+	st, err := boltstore.Open(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.GetRef(ctx, scheduler.RecheckNamespace, "run-a"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("a recheck log of no run of the store: %v", err)
+	}
+	// In the store that holds the run, the same recheck is recorded.
+	if out := hg(a, 0, "recheck", "run-a"); !strings.Contains(out, "recorded as recheck ") {
+		t.Errorf("recheck of the store's own run:\n%s", out)
 	}
 }
