@@ -221,9 +221,11 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 		if nv == nil || (n.Receipt == nil) != !nv.Receipt.Defined() || (n.Receipt != nil && n.Receipt.Cid != nv.Receipt) {
 			return fmt.Errorf("run %s: node %s: the verification does not match the record", info.Run, n.Name)
 		}
+		nodeOK := len(nv.Checks) > 0
 		for _, ch := range nv.Checks {
-			allOK = allOK && ch.OK
+			nodeOK = nodeOK && ch.OK
 		}
+		allOK = allOK && (nodeOK || (n.Receipt == nil && len(nv.Checks) == 0))
 		if n.Receipt != nil {
 			own[n.Receipt.Cid] = true
 			f := c.fact(n.Receipt.Cid, packages[n.Name], class)
@@ -232,7 +234,9 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 				obj = nv.Verification.Object
 			}
 			f.observe(nv.Checks, obj)
-			if n.State == dag.Done && n.Acceptance != nil {
+			// The acceptance is read only where the verification found
+			// it links this receipt, accepted.
+			if n.State == dag.Done && n.Acceptance != nil && nodeOK {
 				at, err := c.acceptedAt(n.Acceptance.Cid, n.Receipt.Cid)
 				if err != nil {
 					return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)

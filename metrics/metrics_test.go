@@ -573,3 +573,19 @@ func TestComputeNamesAnUnreadableRun(t *testing.T) {
 		t.Errorf("runs %+v, total %d receipts", r.Runs, r.Total.Receipts)
 	}
 }
+
+// A damaged acceptance is the verifier's finding, not an error of the
+// report: the receipt it accepted counts as unverified, and its run has
+// no time to a verified result.
+func TestComputeDamagedAcceptance(t *testing.T) {
+	f := newFixture(t)
+	n := f.converge.Nodes[0]
+	if n.Acceptance == nil || !f.st.Corrupt(n.Acceptance.Cid, []byte("not an acceptance")) {
+		t.Fatal("no acceptance to damage")
+	}
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	c := class(t, r, "converge")
+	if c.Unverified != 1 || c.Pass != 0 || c.RunToVerified.Count != 0 || c.UnverifiedBy["acceptance"] != 1 {
+		t.Errorf("converge with a damaged acceptance: %+v", c)
+	}
+}
