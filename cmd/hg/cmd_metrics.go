@@ -32,7 +32,10 @@ Haygent (name@version and package CID) and per Work Order class:
               in nothing else: a broken receipt's PASS is never a PASS
   pass, halt  the verified receipts' statuses
   false pass  PASS receipts 'hg recheck' regressed (trust withdrawn and
-              replays that diverged are counted apart)
+              replays that diverged are counted apart), and their rate
+              over the receipts a recorded recheck measured
+  replays     of the receipts 'hg recheck --replay' replayed, those whose
+              every replay agreed ('hg replay' alone records nothing)
   denied      operations the permissions refused, and HALTs on a denial
   repair      repairs per PASS, PASS at the first try, HALTs after an
               exhausted repair budget
