@@ -164,8 +164,8 @@ type RemoveOptions struct {
 	DryRun bool
 }
 
-// RemoveRun removes a run from the store: the refs runs/RUN and
-// cancel/RUN. Nothing else is touched: the blocks of its record, its
+// RemoveRun removes a run from the store: the refs runs/RUN, cancel/RUN
+// and rechecks/RUN. Nothing else is touched: the blocks of its record, its
 // receipts and its acceptances stay until gc finds that no pin, other run
 // or memo entry reaches them. A run recorded running is refused
 // ([ErrActive]) unless forced, and so is one whose record cannot be read
@@ -217,6 +217,10 @@ func RemoveRun(ctx context.Context, st cas.Store, run string, opts RemoveOptions
 		rm.CancelRequest = true
 	case !errors.Is(err, cas.ErrNotFound):
 		return nil, fmt.Errorf("remove the cancel request of %s: %w", run, err)
+	}
+	// The recheck log too: it links records and receipts of the run.
+	if err := st.DeleteRef(ctx, RecheckNamespace, run); err != nil && !errors.Is(err, cas.ErrNotFound) {
+		return nil, fmt.Errorf("remove the recheck log of %s: %w", run, err)
 	}
 	if err := st.DeleteRef(ctx, RefNamespace, run); err != nil {
 		return nil, fmt.Errorf("remove run %s: %w", run, err)

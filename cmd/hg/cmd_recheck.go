@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/haygent/hg/cas"
@@ -36,7 +37,11 @@ records a regression event (who, when, the check that failed and why; no
 receipt is ever changed), the node moves back to failed, what depends on it
 is blocked, a done run becomes halted, and the memo cache forgets the work.
 'hg status', 'hg report' and 'hg verify' show it; 'hg resume --retry RUN'
-runs it again.
+runs it again. Every re-measurement of a run is recorded, whatever it
+found: each done node measured, whether it held, regressed or fell below a
+regression, and how its replay compared (an hg/recheck@1 under the ref
+rechecks/RUN), which 'hg metrics' counts. A receipt of no run is measured
+and nothing is recorded.
 
 Exit 0 when every done node holds, 4 when one regressed (nothing else is
 an integrity finding: a run already regressed is not re-measured there).`,
@@ -152,6 +157,9 @@ type recheckReport struct {
 	Status      string        `json:"status"`
 	Reason      string        `json:"reason"`
 	OK          bool          `json:"ok"`
+	// Logged is the hg/recheck@1 that records this re-measurement
+	// (ref rechecks/RUN); "" when no done node was measured.
+	Logged string `json:"logged,omitempty"`
 }
 
 func recheck(ctx context.Context, g *globals, arg string, replay bool, opts replay.Options, asJSON bool) error {
@@ -265,6 +273,50 @@ func recheck(ctx context.Context, g *globals, arg string, replay bool, opts repl
 		return err
 	}
 	report.Status, report.Reason, report.OK = status, reason, len(findings) == 0
+	var entries []scheduler.RecheckEntry
+	for name, rn := range byNode {
+		if rn.State != dag.Done || (t.only != "" && name != t.only) || !rn.Receipt.Defined() {
+			continue
+		}
+		e := scheduler.RecheckEntry{Node: name, Receipt: cas.Link{Cid: rn.Receipt}, Result: scheduler.RecheckHolds}
+		if f := found[name]; f != nil {
+			e.Result, e.Check = scheduler.RecheckRegressed, f.Check
+			if f.Check == scheduler.CheckReplay {
+				e.Replay = &scheduler.RecheckReplay{Diverged: true}
+			}
+		} else if falls[name] {
+			e.Result = scheduler.RecheckBlocked
+		}
+		if rr := replays[name]; rr != nil {
+			e.Replay = &scheduler.RecheckReplay{Agree: int64(rr.Agree), Transitions: int64(rr.Transitions), Diverged: rr.Divergence != ""}
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) > 0 {
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Node < entries[j].Node })
+		var keys []string
+		for _, k := range trusted {
+			keys = append(keys, ledger.FormatPublicKey(k))
+		}
+		sort.Strings(keys)
+		a := actorOf(dir)
+		if err := g.withStore(false, func(st cas.Store) error {
+			// A record imported from a bundle that nothing regressed is
+			// no run of this store: no log that 'hg run rm' could not
+			// remove.
+			if _, err := st.GetRef(ctx, scheduler.RefNamespace, t.run); errors.Is(err, cas.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			c, err := scheduler.RecordRecheck(ctx, st, scheduler.Recheck{Run: t.run, Record: cas.Link{Cid: t.record}, At: stamp(),
+				Who: a.Who, Key: a.Key, Trusted: keys, Replay: replay, Nodes: entries})
+			report.Logged = c.String()
+			return err
+		}); err != nil {
+			return fmt.Errorf("record the recheck of run %s: %w", t.run, err)
+		}
+	}
 	blocked := map[string]bool{}
 	for _, b := range report.Blocked {
 		blocked[b] = true
@@ -341,6 +393,9 @@ func writeRecheck(g *globals, r *recheckReport) {
 		g.ui.printSafe("'hg resume --retry %s' runs them again\n", r.Run)
 	} else {
 		g.ui.printf("every done node holds\n")
+	}
+	if r.Logged != "" {
+		g.ui.printSafe("recorded as recheck %s (ref rechecks/%s)\n", r.Logged, r.Run)
 	}
 }
 

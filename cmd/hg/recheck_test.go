@@ -195,6 +195,29 @@ func TestRecheckReplayRegresses(t *testing.T) {
 		ev.Receipt != receipts["seed"] || ev.Check != "replay" || ev.Who == "" {
 		t.Errorf("event %+v", ev)
 	}
+	// hg metrics counts the recorded re-measurements: the six receipts
+	// measured (the first recheck), two replayed (right, which agreed, and
+	// seed, which diverged): a replay divergence, no false PASS, and seed
+	// no longer a PASS though it verifies.
+	var m struct {
+		Total struct {
+			Pass            int      `json:"pass"`
+			Verified        int      `json:"verified"`
+			FalsePass       int      `json:"false_pass"`
+			ReplayDiverged  int      `json:"replay_diverged"`
+			Rechecked       int      `json:"rechecked"`
+			Replayed        int      `json:"replayed"`
+			ReplayAgreed    int      `json:"replay_agreed"`
+			ReplayAgreement *float64 `json:"replay_agreement"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(hg(0, "metrics", "--json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if tot := m.Total; tot.Verified != 6 || tot.Pass != 5 || tot.FalsePass != 0 || tot.ReplayDiverged != 1 || tot.Rechecked != 6 ||
+		tot.Replayed != 2 || tot.ReplayAgreed != 1 || tot.ReplayAgreement == nil || *tot.ReplayAgreement != 0.5 {
+		t.Errorf("metrics after the regression: %+v", tot)
+	}
 	var verify struct {
 		OK   bool `json:"ok"`
 		Runs []struct {

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/internal/textsafe"
+	"github.com/haygent/hg/metrics"
+	"github.com/spf13/cobra"
+)
+
+func newMetricsCmd(g *globals) *cobra.Command {
+	var (
+		since  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "metrics [--since DATE] [--json]",
+		Short: "how dependably the store's runs did their work, per Haygent and per Work Order class, from the ledger alone",
+		Long: `Compute, from the store's run records and the receipts they hold, per
+Haygent (name@version and package CID) and per Work Order class:
+
+  receipts    verified against the keys the store trusts (its runner key
+              and 'hg key trust'), as 'hg verify' checks them; a receipt
+              that fails a check counts as unverified, by that check, and
+              in nothing else: a broken receipt's PASS is never a PASS
+  pass, halt  the verified receipts' statuses
+  false pass  PASS receipts 'hg recheck' regressed (trust withdrawn and
+              replays that diverged are counted apart), and their rate
+              over the receipts a recorded recheck measured
+  replays     of the receipts 'hg recheck --replay' replayed, those whose
+              every replay agreed ('hg replay' alone records nothing)
+  denied      operations the permissions refused, and HALTs on a denial
+  repair      repairs per PASS, PASS at the first try, HALTs after an
+              exhausted repair budget
+  halt info   HALTs whose receipt names the failed gate, the last
+              evidence and a restart point
+  to verified from a receipt's start (the runner's clock) to its
+              acceptance (the scheduler's); per class, from a done run's
+              start to its last acceptance (the scheduler's clock)
+
+Each receipt is counted once, however many runs reuse it (the memo cache).
+What the store holds no record of is listed as not measured, with why.
+Single invocations ('hg haygent run') belong to no run and are not counted.
+
+--since DATE counts the runs started on or after DATE: 2026-11-01 (local
+midnight) or an RFC 3339 time. --json prints the report as one JSON object
+(its fields are in SPEC.md, "Metrics").`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := parseSince(since)
+			if err != nil {
+				return err
+			}
+			return showMetrics(cmd.Context(), g, t, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "count only the runs started on or after `DATE` (2026-11-01 or RFC 3339)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// parseSince reads --since: "" is every run.
+func parseSince(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageError{fmt.Errorf("--since %q: want a date (2026-11-01) or an RFC 3339 time (2026-11-01T12:00:00Z)", s)}
+}
+
+func showMetrics(ctx context.Context, g *globals, since time.Time, asJSON bool) error {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return err
+	}
+	trusted, err := storeTrust(dir)
+	if err != nil {
+		return err
+	}
+	var r *metrics.Report
+	if err := g.withStore(true, func(st cas.Store) error {
+		var err error
+		r, err = metrics.Compute(ctx, st, metrics.Options{Since: since, Trusted: trusted})
+		return err
+	}); err != nil {
+		return err
+	}
+	if asJSON {
+		return g.ui.printJSON(r)
+	}
+	return writeMetrics(g.ui.stdout, r)
+}
+
+// writeMetrics prints a report as tables. Haygent names, classes, run ids
+// and details come from the ledger: printed escaped.
+func writeMetrics(w io.Writer, r *metrics.Report) error {
+	period := "every run"
+	if r.Since != "" {
+		period = "runs started since " + r.Since
+	}
+	textsafe.Fprintf(w, "metrics of %s: %s counted of %d, receipts verified against %s\n",
+		period, count(r.Runs.Counted, "run"), r.Runs.Listed, count(r.Trusted, "trusted key"))
+	if r.Runs.Counted == 0 {
+		fmt.Fprintln(w, "no runs to count")
+	}
+	if len(r.Haygents) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "HAYGENT\tPACKAGE\t"+metricsHeader)
+		for _, h := range r.Haygents {
+			name := h.Haygent
+			if name == "" {
+				name = "(unreadable)"
+			}
+			textsafe.Fprintf(tw, "%s\t%s\t", name, shortCID(h.Package))
+			fmt.Fprintf(tw, "%s\n", metricsRow(&h.Metrics))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Classes) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLASS\tRUNS\tDONE\tRUN TO VERIFIED\t"+metricsHeader)
+		for _, c := range r.Classes {
+			textsafe.Fprintf(tw, "%s\t", c.Class)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", c.Runs, c.Done, durations(c.RunToVerified), metricsRow(&c.Metrics))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	t := &r.Total
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "total: %s, %d verified, %d unverified; %d PASS, %d HALT; false PASS found by recheck %d\n",
+		count(t.Receipts, "receipt"), t.Verified, t.Unverified, t.Pass, t.Halt, t.FalsePass)
+	if t.FalsePassRate != nil {
+		fmt.Fprintf(w, "  false PASS rate %.4f: %d of %s re-measured by hg recheck\n", *t.FalsePassRate, t.FalsePass, count(t.Rechecked, "receipt"))
+	}
+	if t.ReplayAgreement != nil {
+		fmt.Fprintf(w, "  replay agreement %.4f: %d of %s replayed by hg recheck --replay agreed every time\n", *t.ReplayAgreement, t.ReplayAgreed, count(t.Replayed, "receipt"))
+	}
+	if t.TrustWithdrawn > 0 || t.ReplayDiverged > 0 {
+		fmt.Fprintf(w, "  regressed apart from false PASS: %d on a withdrawn trust, %d on a replay that diverged\n", t.TrustWithdrawn, t.ReplayDiverged)
+	}
+	if len(t.UnverifiedBy) > 0 {
+		checks := make([]string, 0, len(t.UnverifiedBy))
+		for c := range t.UnverifiedBy {
+			checks = append(checks, c)
+		}
+		sort.Strings(checks)
+		var parts []string
+		for _, c := range checks {
+			parts = append(parts, textsafe.Sprintf("%s %d", c, t.UnverifiedBy[c]))
+		}
+		fmt.Fprintf(w, "  unverified, by the first check failed: %s (counted in nothing else)\n", strings.Join(parts, ", "))
+	}
+	if t.ClockSkew > 0 {
+		fmt.Fprintf(w, "  %s accepted before it started (two machines' clocks): left out of TO VERIFIED\n", count(t.ClockSkew, "receipt"))
+	}
+	for _, p := range r.Runs.Unreadable {
+		textsafe.Fprintf(w, "unreadable run %s: %s: %s\n", p.Run, p.Check, p.Detail)
+	}
+	for _, p := range r.Runs.Unverified {
+		textsafe.Fprintf(w, "run %s: %s: %s: its events and rechecks not counted\n", p.Run, p.Check, p.Detail)
+	}
+	if r.Runs.NoStart > 0 {
+		fmt.Fprintf(w, "%s left out: no start time recorded\n", count(r.Runs.NoStart, "run"))
+	}
+	for _, n := range r.NotMeasured {
+		textsafe.Fprintf(w, "not measured: %s: %s\n", n.Metric, n.Reason)
+	}
+	return nil
+}
+
+const metricsHeader = "RECEIPTS\tUNVERIFIED\tPASS\tHALT\tFALSE PASS\tRECHECKED\tREPLAYS AGREED\tDENIED\tREPAIRS/PASS\tBUDGET HALTS\tHALT INFO\tTO VERIFIED"
+
+// metricsRow is the columns of metricsHeader, holding no ledger text.
+func metricsRow(m *metrics.Metrics) string {
+	per := "-"
+	if m.Repair.PerPass != nil {
+		per = fmt.Sprintf("%.2f", *m.Repair.PerPass)
+	}
+	info := "-"
+	if q := m.HaltInfo; q.Halts > 0 {
+		info = fmt.Sprintf("%d/%d", q.Complete, q.Halts)
+	}
+	replays := "-"
+	if m.Replayed > 0 {
+		replays = fmt.Sprintf("%d/%d", m.ReplayAgreed, m.Replayed)
+	}
+	return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s", m.Receipts, m.Unverified, m.Pass, m.Halt, m.FalsePass,
+		m.Rechecked, replays, m.Denied, per, m.Repair.BudgetExhausted, info, durations(m.ToVerified))
+}
+
+// durations shows a summary as "median (max, N)".
+func durations(d metrics.Durations) string {
+	if d.Count == 0 {
+		return "-"
+	}
+	ms := func(n int64) string { return formatElapsed(time.Duration(n) * time.Millisecond) }
+	return fmt.Sprintf("%s (max %s, %d)", ms(d.MedianMS), ms(d.MaxMS), d.Count)
+}
+
+// shortCID shows the end of a CID, which is where CIDs differ.
+func shortCID(s string) string {
+	if len(s) <= 14 {
+		return s
+	}
+	return "..." + s[len(s)-10:]
+}
