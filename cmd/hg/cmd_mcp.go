@@ -14,9 +14,10 @@ func newMCPCmd(g *globals) *cobra.Command {
 		root, adapterSpec, model string
 		jobs                     int
 		maxInline                int64
+		maxRuns                  int
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp [--root DIR] [--adapter SPEC] [-j N] [--max-inline BYTES]",
+		Use:   "mcp [--root DIR] [--adapter SPEC] [-j N] [--max-inline BYTES] [--max-runs N]",
 		Short: "serve the Model Context Protocol on stdin and stdout: an agent drives hg, and still cannot write PASS",
 		Long: `Serve the Model Context Protocol over stdin and stdout, for an agent (an MCP
 client) to drive hg with these tools, and no others:
@@ -42,7 +43,8 @@ run. Slots are answered by --adapter, never by the client.
 Files are read only under --root (default: the working directory), after
 every symlink is resolved; no path may lead into a store. The Work Order's
 Haygent packages and workspace directories must lie there too. Runs execute
-in this process and are cancelled when it stops ('hg resume RUN' goes on).
+in this process, at most --max-runs at once, and are cancelled when it
+stops ('hg resume RUN' goes on).
 Diagnostics go to stderr; stdout carries the protocol.
 
 An MCP client's configuration:
@@ -64,7 +66,7 @@ An MCP client's configuration:
 				root = "."
 			}
 			srv, stop, err := newMCPServer(cmd.Context(), mcpOptions{StoreDir: dir, Root: root, AdapterSpec: adapterSpec,
-				Model: model, Jobs: jobs, MaxInline: maxInline})
+				Model: model, Jobs: jobs, MaxInline: maxInline, MaxRuns: maxRuns})
 			if err != nil {
 				return err
 			}
@@ -81,5 +83,6 @@ An MCP client's configuration:
 	cmd.Flags().StringVar(&model, "model", "", "the model, for --adapter openai")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes of a run at once")
 	cmd.Flags().Int64Var(&maxInline, "max-inline", mcpDefaultInline, "the largest file get returns, in `BYTES`")
+	cmd.Flags().IntVar(&maxRuns, "max-runs", mcpDefaultMaxRuns, "execute at most `N` submitted runs at once")
 	return cmd
 }

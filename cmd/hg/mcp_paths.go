@@ -110,6 +110,21 @@ func inStoreDir(root, p string) bool {
 	return false
 }
 
+// open opens the file real, a path resolve returned, through an
+// [os.Root] at the root: no symlink put in its way since leads out.
+func (r *mcpRoot) open(real string) (*os.File, error) {
+	rel, err := filepath.Rel(r.dir, real)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.Open(rel)
+}
+
 // holdsStore reports whether dir is the store or one of its parents.
 func (r *mcpRoot) holdsStore(dir string) bool { return within(dir, r.store) }
 

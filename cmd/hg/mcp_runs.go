@@ -27,13 +27,19 @@ import (
 // mcpMaxAnswers bounds the answers of one submit, encoded as JSON.
 const mcpMaxAnswers = 64 << 10
 
+// mcpDefaultMaxRuns is how many runs one server executes at once unless
+// hg mcp --max-runs says otherwise.
+const mcpDefaultMaxRuns = 4
+
 // mcpRuns are the runs one server executes.
 type mcpRuns struct {
+	max    int // runs executing at once
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	byID   map[string]*mcpRun
+	active int // runs executing or starting
 }
 
 // mcpRun is one run executing in the background.
@@ -42,9 +48,28 @@ type mcpRun struct {
 	err  error         // why it stopped, when not at its outcome; read after done
 }
 
-func newMCPRuns(ctx context.Context) *mcpRuns {
+func newMCPRuns(ctx context.Context, max int) *mcpRuns {
 	ctx, cancel := context.WithCancel(ctx)
-	return &mcpRuns{ctx: ctx, cancel: cancel, byID: map[string]*mcpRun{}}
+	return &mcpRuns{max: max, ctx: ctx, cancel: cancel, byID: map[string]*mcpRun{}}
+}
+
+// reserve counts a run about to start against the limit, or refuses it;
+// release gives the place back.
+func (r *mcpRuns) reserve() (release func(), err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active >= r.max {
+		return nil, fmt.Errorf("%d runs are executing, at most %d at once (hg mcp --max-runs): wait for one to end (status)", r.active, r.max)
+	}
+	r.active++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.active--
+			r.mu.Unlock()
+		})
+	}, nil
 }
 
 // stop cancels every run and waits for them to stop.
@@ -149,6 +174,10 @@ func (s *mcpServer) submit(ctx context.Context, _ *mcp.CallToolRequest, in submi
 // the run is started (stored, and its lock held), or the error that
 // stopped it before.
 func (r *mcpRuns) start(ctx context.Context, s *mcpServer, plan *scheduler.Plan) (string, error) {
+	release, err := r.reserve()
+	if err != nil {
+		return "", err
+	}
 	events := newStartWatch()
 	var stderr bytes.Buffer
 	g := s.globals(events, &stderr)
@@ -157,6 +186,7 @@ func (r *mcpRuns) start(ctx context.Context, s *mcpServer, plan *scheduler.Plan)
 	go func() {
 		defer r.wg.Done()
 		defer close(x.done)
+		defer release()
 		x.err = runPlan(r.ctx, g, plan, "", false, false, s.jobs, false, true, s.adapterSpec, s.model, &remoteFlags{}, "")
 		if x.err != nil && stderr.Len() > 0 {
 			x.err = fmt.Errorf("%w (%s)", x.err, bytes.TrimSpace(stderr.Bytes()))

@@ -43,6 +43,7 @@ type mcpOptions struct {
 	Model       string
 	Jobs        int
 	MaxInline   int64
+	MaxRuns     int
 }
 
 // newMCPServer returns the MCP server of a store, and a function that
@@ -62,8 +63,11 @@ func newMCPServer(ctx context.Context, o mcpOptions) (*mcp.Server, func(), error
 	if o.MaxInline <= 0 {
 		o.MaxInline = mcpDefaultInline
 	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = mcpDefaultMaxRuns
+	}
 	s := &mcpServer{storeDir: o.StoreDir, root: root, adapterSpec: o.AdapterSpec, model: o.Model,
-		jobs: o.Jobs, maxInline: o.MaxInline, runs: newMCPRuns(ctx)}
+		jobs: o.Jobs, maxInline: o.MaxInline, runs: newMCPRuns(ctx, o.MaxRuns)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hg", Title: "hg: evidence-gated agent work", Version: version()},
 		&mcp.ServerOptions{Instructions: mcpInstructions})
 	s.register(srv)

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +67,14 @@ func (f *mcpFixture) write(t *testing.T, rel, content string) string {
 // SDK's own client to it over in-memory transports.
 func (f *mcpFixture) connect(t *testing.T, opts mcpOptions) *mcp.ClientSession {
 	t.Helper()
+	cs, _ := f.connectStop(t, opts)
+	return cs
+}
+
+// connectStop is connect, and returns a function that stops the server
+// as hg mcp stops when its client goes: its runs cancelled.
+func (f *mcpFixture) connectStop(t *testing.T, opts mcpOptions) (*mcp.ClientSession, func()) {
+	t.Helper()
 	ctx := context.Background()
 	opts.StoreDir, opts.Root = f.store, f.root
 	srv, stop, err := newMCPServer(ctx, opts)
@@ -81,12 +90,16 @@ func (f *mcpFixture) connect(t *testing.T, opts mcpOptions) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-		stop()
-	})
-	return cs
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			cs.Close()
+			ss.Wait()
+			stop()
+		})
+	}
+	t.Cleanup(end)
+	return cs, end
 }
 
 // call calls a tool and decodes its structured result into out; it
@@ -542,6 +555,8 @@ func TestMCPClaimedPassDoesNotCount(t *testing.T) {
 func TestMCPStdioBinary(t *testing.T) {
 	f := newMCPFixture(t)
 	cmd := exec.Command(hgBinary(t), "--store", f.store, "mcp", "--root", f.root)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hg-test", Version: "0"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -566,4 +581,66 @@ func TestMCPStdioBinary(t *testing.T) {
 		t.Fatalf("run: %+v", st)
 	}
 	refused(t, cs, "put", map[string]any{"path": "/etc/hostname"})
+	// A message over the 1 MiB bound ends the session, not in a panic.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "put", Arguments: map[string]any{"path": strings.Repeat("a", 2<<20)}})
+	if err == nil {
+		t.Fatal("a 2 MiB message: no error")
+	}
+	t.Logf("a 2 MiB message: %v", err)
+	cs.Close()
+	if strings.Contains(stderr.String(), "panic") {
+		t.Fatalf("hg mcp panicked:\n%s", stderr.String())
+	}
+}
+
+// TestMCPLongRun: submit returns while a long run goes on; a run past
+// --max-runs is refused; status waits for a change; stopping the server
+// cancels the run as ^C cancels hg run, and hg resume finishes it.
+func TestMCPLongRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes several seconds")
+	}
+	f := newMCPFixture(t)
+	if out, err := exec.Command("cp", "-a", "../../fixtures/haygents/nap", filepath.Join(f.root, "haygents", "nap")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	data, err := os.ReadFile("../../fixtures/workorders/slow-chain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, "workorders/slow-chain.json", string(data))
+	cs, stop := f.connectStop(t, mcpOptions{MaxRuns: 1, Jobs: 1})
+	var sub submitOut
+	call(t, cs, "submit", map[string]any{"workorder": "workorders/slow-chain.json"}, &sub)
+	if msg := refused(t, cs, "submit", map[string]any{"workorder": "workorders/release.json",
+		"answers": map[string]any{"platform": "linux", "channel": "beta", "retention": 30}}); !strings.Contains(msg, "at most 1 at once") {
+		t.Fatalf("a second run past --max-runs 1: %s", msg)
+	}
+	var before, after statusOut
+	call(t, cs, "status", map[string]any{"run": sub.Run}, &before)
+	if before.Status != "running" || before.Executing == nil || !*before.Executing {
+		t.Fatalf("status right after submit: %+v", before)
+	}
+	call(t, cs, "status", map[string]any{"run": sub.Run, "wait_seconds": 30}, &after)
+	if after.Status == before.Status && sameNodes(after.Nodes, before.Nodes) {
+		t.Fatalf("status waited 30 s and nothing changed: %+v", after)
+	}
+	if after.Status != "running" {
+		t.Fatalf("eight one-second nodes ended within a wait for a change: %+v", after)
+	}
+	stop()
+	hg := hgBinary(t)
+	st, err := status(t, hg, f.store, sub.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status == "done" || st.Executing != nil && *st.Executing {
+		t.Fatalf("after hg mcp stopped: %+v", st)
+	}
+	if out, err := exec.Command(hg, "--store", f.store, "resume", sub.Run).CombinedOutput(); err != nil {
+		t.Fatalf("hg resume: %v: %s", err, out)
+	}
+	if st, err := status(t, hg, f.store, sub.Run); err != nil || st.Status != "done" {
+		t.Fatalf("after hg resume: %+v, %v", st, err)
+	}
 }

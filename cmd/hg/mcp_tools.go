@@ -68,7 +68,14 @@ func (s *mcpServer) put(ctx context.Context, _ *mcp.CallToolRequest, in putIn) (
 			}
 			out = putOut{CID: c.String(), Kind: cas.KindDir, Size: in.Size}
 		case info.Mode().IsRegular():
-			c, size, err := putFile(ctx, g, st, p, info.Size())
+			// Opened through the root, which follows no symlink out of
+			// it: a path swapped for one since it was resolved fails.
+			f, err := s.root.open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			c, size, err := cas.PutFile(ctx, st, f, nil)
 			if err != nil {
 				return err
 			}
