@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/workspace"
 	"github.com/haygent/hg/scheduler"
 )
@@ -25,6 +26,7 @@ var errOutsideRoot = errors.New("outside the directory hg mcp may read")
 // read as files: its runner key would hand a client the power to sign.
 type mcpRoot struct {
 	dir   string // absolute, every symlink resolved
+	given string // absolute, as given: a client may name files through it
 	store string // the store directory, absolute, symlinks resolved
 }
 
@@ -33,11 +35,15 @@ func newMCPRoot(dir, storeDir string) (*mcpRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--root %s: %w", dir, err)
 	}
+	given, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	st, err := realDir(storeDir)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", storeDir, err)
 	}
-	return &mcpRoot{dir: real, store: st}, nil
+	return &mcpRoot{dir: real, given: given, store: st}, nil
 }
 
 // realDir is dir made absolute with every symlink resolved; it must be
@@ -77,6 +83,12 @@ func (r *mcpRoot) resolve(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(r.dir, p)
 	}
+	// A path outside the root as written is refused before anything
+	// looks at it: no error says whether a file out there exists.
+	p = filepath.Clean(p)
+	if !within(r.dir, p) && !within(r.given, p) {
+		return "", fmt.Errorf("%s: %w %s", p, errOutsideRoot, r.dir)
+	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		var pe *fs.PathError
@@ -85,8 +97,9 @@ func (r *mcpRoot) resolve(p string) (string, error) {
 		}
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
+	// Where a symlink leads out is not said either.
 	if !within(r.dir, real) {
-		return "", fmt.Errorf("%s (%s): %w %s", p, real, errOutsideRoot, r.dir)
+		return "", fmt.Errorf("%s: %w %s (through a symlink)", p, errOutsideRoot, r.dir)
 	}
 	if within(r.store, real) || inStoreDir(r.dir, real) {
 		return "", fmt.Errorf("%s: inside a store: %w %s", p, errOutsideRoot, r.dir)
@@ -135,26 +148,40 @@ func within(dir, p string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// confinePlan checks that every directory a loaded Work Order reads
-// from disk (its Haygent packages, its workspace directories) lies
-// inside the root and holds no store: a Work Order is a way to read
-// files too, and what a run stores an MCP client can get back.
-func (r *mcpRoot) confinePlan(plan *scheduler.Plan) error {
-	for _, name := range plan.WorkOrder.Order {
-		pkg := plan.Packages[name]
-		if _, err := r.resolveDir(pkg.Dir); err != nil {
+// confineWorkOrder checks, before the Work Order is loaded, that every
+// directory it reads from disk (its Haygent packages, its workspace
+// directories, named relative to dir, the Work Order's, as
+// scheduler.Load names them) lies inside the root and holds no store: a
+// Work Order is a way to read files too, and what a run stores an MCP
+// client can get back.
+func (r *mcpRoot) confineWorkOrder(wo *dag.WorkOrder, dir string) error {
+	at := func(p string) string {
+		p = filepath.FromSlash(p)
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	for _, name := range wo.Order {
+		n := wo.Nodes[name]
+		if _, err := r.resolveDir(at(n.Haygent)); err != nil {
 			return fmt.Errorf("node %q: haygent: %w", name, err)
 		}
-		ws := plan.WorkOrder.Nodes[name].Workspace
-		if ws == nil || ws.Dir == "" {
-			continue
+		if ws := n.Workspace; ws != nil && ws.Dir != "" {
+			if _, err := r.resolve(at(ws.Dir)); err != nil {
+				return fmt.Errorf("node %q: workspace: %w", name, err)
+			}
 		}
-		p := filepath.FromSlash(ws.Dir)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(plan.Dir, p)
-		}
-		if _, err := r.resolve(p); err != nil {
-			return fmt.Errorf("node %q: workspace: %w", name, err)
+	}
+	return nil
+}
+
+// confinePlan checks a loaded plan's package directories again, as the
+// scheduler will store them.
+func (r *mcpRoot) confinePlan(plan *scheduler.Plan) error {
+	for _, name := range plan.WorkOrder.Order {
+		if _, err := r.resolveDir(plan.Packages[name].Dir); err != nil {
+			return fmt.Errorf("node %q: haygent: %w", name, err)
 		}
 	}
 	return nil

@@ -281,6 +281,13 @@ func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 		t.Fatalf("verify bundle: %+v", v)
 	}
 
+	// An answer other than the one the belief log now binds is refused:
+	// the log changes through a person (hg belief), not a client.
+	if msg := refused(t, cs, "submit", map[string]any{"workorder": "workorders/release.json",
+		"answers": map[string]any{"channel": "stable"}}); !strings.Contains(msg, "channel") || !strings.Contains(msg, "belief") {
+		t.Fatalf("an answer against the belief log: %s", msg)
+	}
+
 	// A file in and out; a tree listed, and a file of it read by path.
 	f.write(t, "notes/a.txt", "hello\n")
 	f.write(t, "notes/b.bin", "\xff\xfe")
@@ -480,7 +487,25 @@ func TestMCPWritePathsRefused(t *testing.T) {
 			if strings.Contains(msg, "internal error") {
 				t.Fatalf("a panic: %s", msg)
 			}
+			// Where a symlink leads out is never said.
+			if strings.Contains(c.name, "symlink") && strings.Contains(msg, outside) {
+				t.Fatalf("the error names the directory outside: %s", msg)
+			}
 		})
+	}
+	// No error says whether a file outside the root exists: a missing
+	// one and a present one are refused alike, before either is looked at.
+	f.write(t, "workorders/pkg-missing.json", `{"workorder": "pkg", "objective": "probe outside the root",
+		"nodes": {"n": {"haygent": "/nonexistent/echo", "input": {"value": 1, "trail": []}}}}`)
+	for _, args := range []map[string]any{
+		{"path": "/nonexistent/file"}, {"path": "/etc/hostname"}, {"path": "../../../nonexistent"},
+	} {
+		if msg := refused(t, cs, "put", args); !strings.Contains(msg, "outside") || strings.Contains(msg, "no such file") {
+			t.Errorf("put %v: %s", args, msg)
+		}
+	}
+	if msg := refused(t, cs, "plan", map[string]any{"workorder": "workorders/pkg-missing.json"}); !strings.Contains(msg, "outside") || strings.Contains(msg, "no such file") {
+		t.Errorf("plan of a package outside: %s", msg)
 	}
 	// The server still answers after all of it.
 	var plan planOut

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -370,6 +371,19 @@ func (s *mcpServer) loadPlan(path string) (*mcpPlan, error) {
 		return nil, err
 	} else if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a Work Order file", path)
+	}
+	// The directories it names are checked before scheduler.Load reads
+	// them: its errors would say what lies outside the root.
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	wo, err := dag.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := s.root.confineWorkOrder(wo, filepath.Dir(p)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	plan, err := scheduler.Load(p)
 	if err != nil {
