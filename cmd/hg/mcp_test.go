@@ -573,6 +573,17 @@ func TestMCPClaimedPassDoesNotCount(t *testing.T) {
 			t.Fatalf("verify shows the claimed node as %s/%s", n.State, n.Status)
 		}
 	}
+	// A record forged to say done (which no tool can write) does not
+	// verify: verify answers ok false, naming the check, not an error.
+	forgeRun(t, f.store, sub.Run, "run-forged", func(root map[string]any) {
+		root["status"], root["reason"] = "done", "all tests passed"
+	})
+	v = verifyReport{}
+	call(t, cs, "verify", map[string]any{"ref": "run-forged"}, &v)
+	if v.OK || v.FirstFailure == nil {
+		t.Fatalf("verify of a forged record: %+v", v)
+	}
+	t.Logf("the forged record: %s: %s", v.FirstFailure.Check, v.FirstFailure.Detail)
 }
 
 // TestMCPStdioBinary runs the real hg mcp over stdio with the SDK's
