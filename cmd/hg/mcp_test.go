@@ -314,6 +314,45 @@ func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 	if got.Kind != "dir" {
 		t.Fatalf("get RUN/NODE: %+v", got)
 	}
+
+	// Calls at once (an agent's client may send them so): each answers
+	// as alone (run under -race, the in-process commands share nothing).
+	var wg sync.WaitGroup
+	errs := make(chan string, 32)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var (
+				name string
+				args map[string]any
+			)
+			switch i % 4 {
+			case 0:
+				name, args = "status", map[string]any{"run": sub.Run}
+			case 1:
+				name, args = "report", map[string]any{"ref": sub.Run}
+			case 2:
+				name, args = "verify", map[string]any{"ref": sub.Run}
+			case 3:
+				name, args = "get", map[string]any{"ref": put.CID, "path": "a.txt"}
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			switch {
+			case err != nil:
+				errs <- name + ": " + err.Error()
+			case res.IsError:
+				errs <- name + ": " + resultText(res)
+			case !strings.Contains(resultText(res), map[int]string{0: `"status":"done"`, 1: "status     done", 2: `"ok":true`, 3: `"text":"hello\n"`}[i%4]):
+				errs <- name + ": " + truncate(resultText(res))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
 
 // waitRun calls status with wait_seconds until the run stops running.
