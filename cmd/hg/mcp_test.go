@@ -26,7 +26,7 @@ type mcpFixture struct {
 	root, store string
 }
 
-func newMCPFixture(t *testing.T) *mcpFixture {
+func newMCPFixture(t testing.TB) *mcpFixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &mcpFixture{root: root, store: filepath.Join(root, storeDirName)}
@@ -51,7 +51,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	return f
 }
 
-func (f *mcpFixture) write(t *testing.T, rel, content string) string {
+func (f *mcpFixture) write(t testing.TB, rel, content string) string {
 	t.Helper()
 	p := filepath.Join(f.root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -65,7 +65,7 @@ func (f *mcpFixture) write(t *testing.T, rel, content string) string {
 
 // connect starts an MCP server on the fixture with opts and connects the
 // SDK's own client to it over in-memory transports.
-func (f *mcpFixture) connect(t *testing.T, opts mcpOptions) *mcp.ClientSession {
+func (f *mcpFixture) connect(t testing.TB, opts mcpOptions) *mcp.ClientSession {
 	t.Helper()
 	cs, _ := f.connectStop(t, opts)
 	return cs
@@ -73,7 +73,7 @@ func (f *mcpFixture) connect(t *testing.T, opts mcpOptions) *mcp.ClientSession {
 
 // connectStop is connect, and returns a function that stops the server
 // as hg mcp stops when its client goes: its runs cancelled.
-func (f *mcpFixture) connectStop(t *testing.T, opts mcpOptions) (*mcp.ClientSession, func()) {
+func (f *mcpFixture) connectStop(t testing.TB, opts mcpOptions) (*mcp.ClientSession, func()) {
 	t.Helper()
 	ctx := context.Background()
 	opts.StoreDir, opts.Root = f.store, f.root
@@ -104,7 +104,7 @@ func (f *mcpFixture) connectStop(t *testing.T, opts mcpOptions) (*mcp.ClientSess
 
 // call calls a tool and decodes its structured result into out; it
 // fails the test on an error of any kind.
-func call(t *testing.T, cs *mcp.ClientSession, name string, args, out any) {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args, out any) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -356,7 +356,7 @@ func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 }
 
 // waitRun calls status with wait_seconds until the run stops running.
-func waitRun(t *testing.T, cs *mcp.ClientSession, run string) statusOut {
+func waitRun(t testing.TB, cs *mcp.ClientSession, run string) statusOut {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute) // a loaded machine under -race
 	for {
