@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -40,7 +44,8 @@ records, the scheduler records, accepting a node only on a receipt it
 verified, under the same deny-by-default permissions and confinement as hg
 run. Slots are answered by --adapter, never by the client.
 
-Files are read only under --root (default: the working directory), after
+Files are read only under --root (default: the working directory, which
+may not be /), after
 every symlink is resolved; no path may lead into a store. The Work Order's
 Haygent packages and workspace directories must lie there too. Runs execute
 in this process, at most --max-runs at once, and are cancelled when it
@@ -63,6 +68,11 @@ An MCP client's configuration:
 				return hinted{errNoStore, "run 'hg init' first, or pass --store DIR"}
 			}
 			if root == "" {
+				// A client started from / (as some start their servers)
+				// would be given every file of the machine's.
+				if wd, err := os.Getwd(); err != nil || filepath.Dir(wd) == wd {
+					return usageError{errors.New("the working directory is the file system's root: give --root DIR, the directory a client may read files under")}
+				}
 				root = "."
 			}
 			srv, stop, err := newMCPServer(cmd.Context(), mcpOptions{StoreDir: dir, Root: root, AdapterSpec: adapterSpec,
