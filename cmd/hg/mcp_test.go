@@ -16,6 +16,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -717,5 +718,63 @@ func TestMCPLongRun(t *testing.T) {
 	}
 	if st, err := status(t, hg, f.store, sub.Run); err != nil || st.Status != "done" {
 		t.Fatalf("after hg resume: %+v, %v", st, err)
+	}
+}
+
+// TestMCPSelfMadeApprovalRefused: a client that signs an approval with
+// a key of its own and submits it in a Work Order's input gets a HALT:
+// only the package's approvers approve, and no tool reaches their keys.
+// The same order approved by the package's approver is done: the key is
+// the only difference.
+func TestMCPSelfMadeApprovalRefused(t *testing.T) {
+	f := newMCPFixture(t)
+	if out, err := exec.Command("cp", "-a", "../../fixtures/haygents/approver", filepath.Join(f.root, "haygents", "approver")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	cs := f.connect(t, mcpOptions{})
+	hg := hgBinary(t)
+	dir := t.TempDir()
+	own := filepath.Join(dir, "agent.key")
+	if _, err := ledger.GenerateKey(own); err != nil {
+		t.Fatal(err)
+	}
+	approver, err := filepath.Abs("../../fixtures/keys/approver.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitApproved := func(name, key string) statusOut {
+		t.Helper()
+		value := filepath.Join(dir, name+"-value.json")
+		input := filepath.Join(dir, name+"-input.json")
+		if err := os.WriteFile(value, []byte(`"ship it"`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(input, []byte(`{"value": "ship it"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(hg, "approve", "--value", value, "--key-file", key, "--into", input).CombinedOutput(); err != nil {
+			t.Fatalf("hg approve: %v: %s", err, out)
+		}
+		signed, err := os.ReadFile(input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.write(t, "workorders/"+name+".json", `{"workorder": "approve", "objective": "ship with an approval",
+			"nodes": {"ship": {"haygent": "../haygents/approver", "input": `+string(signed)+`}}, "outcome": {"require": ["ship"]}}`)
+		var sub submitOut
+		call(t, cs, "submit", map[string]any{"workorder": "workorders/" + name + ".json"}, &sub)
+		return waitRun(t, cs, sub.Run)
+	}
+	st := submitApproved("self", own)
+	if st.Status != "halted" || st.Nodes[0].State != "failed" {
+		t.Fatalf("a self-made approval: %+v", st)
+	}
+	var rep reportOut
+	call(t, cs, "report", map[string]any{"ref": st.Nodes[0].Receipt}, &rep)
+	if !strings.Contains(rep.Report, "APPROVED (FAIL)") {
+		t.Fatalf("receipt report:\n%s", rep.Report)
+	}
+	if st := submitApproved("approver", approver); st.Status != "done" {
+		t.Fatalf("the package's approver's approval: %+v", st)
 	}
 }
