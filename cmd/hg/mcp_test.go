@@ -778,3 +778,17 @@ func TestMCPSelfMadeApprovalRefused(t *testing.T) {
 		t.Fatalf("the package's approver's approval: %+v", st)
 	}
 }
+
+// TestMCPGuard: a tool that panics answers with an error; the server
+// goes on.
+func TestMCPGuard(t *testing.T) {
+	h := guard(func(context.Context, *mcp.CallToolRequest, putIn) (*mcp.CallToolResult, putOut, error) {
+		var m map[string]int
+		m["x"] = 1 // a nil map: panics
+		return nil, putOut{}, nil
+	})
+	_, _, err := h(context.Background(), nil, putIn{})
+	if err == nil || !strings.Contains(err.Error(), "internal error (a bug in hg): assignment to entry in nil map") {
+		t.Fatalf("a panicking tool: %v", err)
+	}
+}
