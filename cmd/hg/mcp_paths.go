@@ -16,9 +16,9 @@ import (
 // mcpMaxPath bounds a path an MCP client passes.
 const mcpMaxPath = 4096
 
-// errOutsideRoot is wrapped by every path an MCP client names that hg
+// errNotReadable is wrapped by every path an MCP client names that hg
 // mcp will not read.
-var errOutsideRoot = errors.New("outside the directory hg mcp may read")
+var errNotReadable = errors.New("hg mcp may not read it")
 
 // mcpRoot is the one directory whose files an MCP client may have hg
 // read (put, plan, submit, a bundle to verify): --root, by default the
@@ -87,7 +87,7 @@ func (r *mcpRoot) resolve(p string) (string, error) {
 	// looks at it: no error says whether a file out there exists.
 	p = filepath.Clean(p)
 	if !within(r.dir, p) && !within(r.given, p) {
-		return "", fmt.Errorf("%s: %w %s", p, errOutsideRoot, r.dir)
+		return "", fmt.Errorf("%s: outside %s: %w", p, r.dir, errNotReadable)
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -99,10 +99,10 @@ func (r *mcpRoot) resolve(p string) (string, error) {
 	}
 	// Where a symlink leads out is not said either.
 	if !within(r.dir, real) {
-		return "", fmt.Errorf("%s: %w %s (through a symlink)", p, errOutsideRoot, r.dir)
+		return "", fmt.Errorf("%s: outside %s through a symlink: %w", p, r.dir, errNotReadable)
 	}
 	if within(r.store, real) || inStoreDir(r.dir, real) {
-		return "", fmt.Errorf("%s: inside a store: %w %s", p, errOutsideRoot, r.dir)
+		return "", fmt.Errorf("%s: inside a store: %w", p, errNotReadable)
 	}
 	return real, nil
 }
@@ -195,7 +195,7 @@ func (r *mcpRoot) resolveDir(p string) (string, error) {
 		return "", err
 	}
 	if r.holdsStore(real) {
-		return "", fmt.Errorf("%s holds the store: %w %s", p, errOutsideRoot, r.dir)
+		return "", fmt.Errorf("%s holds the store: %w", p, errNotReadable)
 	}
 	return real, nil
 }

@@ -498,6 +498,7 @@ func TestMCPWritePathsRefused(t *testing.T) {
 		{"workspace in the store", "submit", map[string]any{"workorder": "workorders/ws-store.json"}, "inside a store"},
 		{"package outside", "submit", map[string]any{"workorder": "workorders/pkg-outside.json"}, "outside"},
 		{"plan a package outside", "plan", map[string]any{"workorder": "workorders/pkg-outside.json"}, "outside"},
+		{"a package that holds the store", "plan", map[string]any{"workorder": "workorders/pkg-root.json"}, "holds the store"},
 		// Answers that do not match the Work Order's decision slots.
 		{"answer an unknown decision", "submit", map[string]any{"workorder": "workorders/release.json",
 			"answers": map[string]any{"platform": "linux", "channel": "beta", "retention": 30, "force": true}}, "force"},
@@ -517,6 +518,8 @@ func TestMCPWritePathsRefused(t *testing.T) {
 		{"belief of a bad class", "belief", map[string]any{"class": "../x"}, ""},
 	}
 	f.write(t, "sub/.HAYGENT/keys/runner.key", "another store's key")
+	f.write(t, "workorders/pkg-root.json", `{"workorder": "pkg", "objective": "store the store as a package",
+		"nodes": {"n": {"haygent": "..", "input": {}}}}`)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			msg := refused(t, cs, c.tool, c.args)
