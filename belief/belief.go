@@ -65,6 +65,8 @@ func (c Cause) String() string {
 			return "run " + c.Ref + " (answered on the terminal)"
 		case SourceFile:
 			return "run " + c.Ref + " (answered from a file)"
+		case SourceClient:
+			return "run " + c.Ref + " (answered by an MCP client)"
 		}
 		return "run " + c.Ref
 	case "person":

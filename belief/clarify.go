@@ -18,6 +18,7 @@ const (
 	SourceTerminal = "terminal" // asked on the terminal
 	SourceFile     = "file"     // asked, answered by --answers FILE
 	SourceDefault  = "default"  // the decision's default (not critical)
+	SourceClient   = "client"   // asked, answered by an MCP client (hg mcp's submit)
 )
 
 // Resolved is one decision slot of a Work Order as the clarifier leaves

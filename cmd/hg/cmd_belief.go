@@ -29,14 +29,21 @@ func (e needInputError) Error() string { return e.msg }
 // terminal; a critical slot still open makes hg print the questions and
 // exit 5, with nothing run and nothing written.
 func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile string, asJSON bool) error {
-	wo := plan.WorkOrder
-	var answers map[string]any
-	if answersFile != "" {
-		var err error
-		if answers, err = readAnswers(answersFile); err != nil {
-			return err
-		}
+	if answersFile == "" {
+		return clarifyWith(ctx, g, plan, nil, "", "", asJSON)
 	}
+	answers, err := readAnswers(answersFile)
+	if err != nil {
+		return err
+	}
+	return clarifyWith(ctx, g, plan, answers, answersFile, belief.SourceFile, asJSON)
+}
+
+// clarifyWith is clarify with the answers given (nil: none), named from
+// in its errors and recorded as coming from source (belief.SourceFile,
+// belief.SourceClient); hg mcp's submit passes an MCP client's.
+func clarifyWith(ctx context.Context, g *globals, plan *scheduler.Plan, answers map[string]any, from, source string, asJSON bool) error {
+	wo := plan.WorkOrder
 	if len(wo.Decisions) == 0 && len(answers) == 0 {
 		return nil
 	}
@@ -50,15 +57,15 @@ func clarify(ctx context.Context, g *globals, plan *scheduler.Plan, answersFile 
 		return err
 	}
 	all, open := belief.Clarify(wo, belief.Reduce(log))
-	if answersFile != "" {
+	if answers != nil {
 		// Every answer is used or refused: see belief.AnswerFrom.
-		open, err = belief.AnswerFrom(wo.Class, all, answers, belief.SourceFile)
+		open, err = belief.AnswerFrom(wo.Class, all, answers, source)
 		var ae *belief.AnswersError
 		switch {
 		case errors.As(err, &ae):
-			return usageError{fmt.Errorf("%s: %w", answersFile, err)}
+			return usageError{fmt.Errorf("%s: %w", from, err)}
 		case err != nil:
-			return fmt.Errorf("%s: %w", answersFile, err)
+			return fmt.Errorf("%s: %w", from, err)
 		}
 	}
 	if len(all) == 0 {
@@ -112,6 +119,7 @@ func describeDecision(slot string, bound bool, v any, source string) string {
 	from := map[string]string{
 		belief.SourceBelief: "from the belief log", belief.SourceTerminal: "asked on the terminal",
 		belief.SourceFile: "asked, answered from the answers file", belief.SourceDefault: "the default",
+		belief.SourceClient: "asked, answered by an MCP client",
 	}[source]
 	return textsafe.Sprintf("%s = %s  (%s)", slot, dag.FormatValue(v), from)
 }

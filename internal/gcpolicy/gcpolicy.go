@@ -55,7 +55,41 @@ func percentFor(live uint64) int {
 // the physical memory (where that is known) unless GOMEMLIMIT is set: near
 // the limit the collector runs as often as it must. It returns a function
 // that restores the settings it found.
+//
+// Calls may overlap (hg mcp runs Work Orders and verifications at once):
+// the first sets, the others hold, and the settings are restored when the
+// last of them restores, so that no interleaving leaves them changed.
 func Apply() (restore func()) {
+	held.Lock()
+	defer held.Unlock()
+	held.n++
+	if held.n == 1 {
+		held.restore = apply()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			held.Lock()
+			defer held.Unlock()
+			held.n--
+			if held.n == 0 {
+				held.restore()
+				held.restore = nil
+			}
+		})
+	}
+}
+
+// held counts the Apply calls not yet restored, and keeps the first's
+// restore.
+var held struct {
+	sync.Mutex
+	n       int
+	restore func()
+}
+
+// apply is Apply's work, once.
+func apply() (restore func()) {
 	if v, ok := os.LookupEnv("GOGC"); ok && v != "" {
 		return func() {}
 	}

@@ -127,3 +127,26 @@ func waitFor(t *testing.T, ok func() bool) {
 	}
 	t.Fatalf("the target is still %d", current())
 }
+
+// Overlapping calls, restored in any order, leave the settings as they
+// found them, and hold Percent until the last is restored.
+func TestApplyOverlapping(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(120))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	first := Apply()
+	second := Apply()
+	first()
+	first() // a second call of one restore counts once
+	if got := current(); got != Percent {
+		t.Fatalf("with one Apply still held the runtime has %d, want %d", got, Percent)
+	}
+	second()
+	if got := current(); got != 120 {
+		t.Fatalf("after the last restore the runtime has %d, want the 120 it had", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("after the last restore the memory limit is %d, want none", got)
+	}
+}
