@@ -103,8 +103,9 @@ func (s *mcpServer) register(srv *mcp.Server) {
 			"allowed values; an answer the belief log binds otherwise is refused. Nodes count as done only on receipts hg verified."},
 		guard(s.submit))
 	mcp.AddTool(srv, &mcp.Tool{Name: "status", Annotations: ro,
-		Description: "A run's status and every node's state, attempts and receipt. With wait_seconds (at most 30), wait until " +
-			"something changes or the run stops running."},
+		Description: "A run's status and every node's state, attempts and receipt, as its record says. With wait_seconds (at most 30), " +
+			"wait until something changes or the run stops running. Once the run stopped, verified says whether hg's verification of " +
+			"it holds now (and unverified what failed): believe the states only when verified is true."},
 		guard(s.status))
 	mcp.AddTool(srv, &mcp.Tool{Name: "report", Annotations: ro,
 		Description: "The report of a run or a receipt, as 'hg report' prints it, from the ledger only (text escaped as for a terminal). " +

@@ -627,6 +627,15 @@ func TestMCPClaimedPassDoesNotCount(t *testing.T) {
 		t.Fatalf("verify of a forged record: %+v", v)
 	}
 	t.Logf("the forged record: %s: %s", v.FirstFailure.Check, v.FirstFailure.Detail)
+	// status shows the record as stored, and says it does not verify.
+	var fst statusOut
+	call(t, cs, "status", map[string]any{"run": "run-forged"}, &fst)
+	if fst.Status != "done" || fst.Verified == nil || *fst.Verified || !strings.Contains(fst.Unverified, v.FirstFailure.Check) {
+		t.Fatalf("status of the forged record: %+v", fst)
+	}
+	if st.Verified == nil || !*st.Verified {
+		t.Fatalf("status of the honest halted run: verified %v (%s), want true", st.Verified, st.Unverified)
+	}
 }
 
 // TestMCPStdioBinary runs the real hg mcp over stdio with the SDK's

@@ -413,6 +413,11 @@ type statusOut struct {
 	Executing *bool     `json:"executing,omitempty" jsonschema:"while running: whether a process executes it"`
 	Nodes     []mcpNode `json:"nodes"`
 	Error     string    `json:"error,omitempty" jsonschema:"why a run this server executes stopped with an error"`
+	// Verified is hg's verification of a run that has stopped running,
+	// made when status answers: the states above are the run record as
+	// stored, which only this says held.
+	Verified   *bool  `json:"verified,omitempty" jsonschema:"once the run stopped: whether hg verify holds for it now; the states are the record as stored, believe them only when this is true"`
+	Unverified string `json:"unverified,omitempty" jsonschema:"when verified is false: the first check that failed"`
 }
 
 // mcpNode is a node's state, as hg status --json prints it.
@@ -438,7 +443,7 @@ func (s *mcpServer) status(ctx context.Context, _ *mcp.CallToolRequest, in statu
 	}
 	first, err := s.readStatus(ctx, in.Run)
 	if err != nil || in.WaitSeconds == 0 || first.Status != scheduler.StatusRunning {
-		return nil, first, err
+		return s.verified(ctx, in.Run, first, err)
 	}
 	deadline := time.Now().Add(time.Duration(in.WaitSeconds * float64(time.Second)))
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -452,9 +457,29 @@ func (s *mcpServer) status(ctx context.Context, _ *mcp.CallToolRequest, in statu
 		}
 		now, err := s.readStatus(ctx, in.Run)
 		if err != nil || now.Status != first.Status || !sameNodes(now.Nodes, first.Nodes) || time.Now().After(deadline) {
-			return nil, now, err
+			return s.verified(ctx, in.Run, now, err)
 		}
 	}
+}
+
+// verified adds to the status of run, if it stopped running, whether it
+// verifies now: run as asked for, not the id its record holds.
+func (s *mcpServer) verified(ctx context.Context, run string, st statusOut, err error) (*mcp.CallToolResult, statusOut, error) {
+	if err != nil || st.Status == scheduler.StatusRunning {
+		return nil, st, err
+	}
+	_, rep, err := s.verify(ctx, nil, verifyIn{Ref: run})
+	if err != nil {
+		return nil, st, fmt.Errorf("verify %s: %w", run, err)
+	}
+	st.Verified = &rep.OK
+	if f := rep.FirstFailure; !rep.OK && f != nil {
+		st.Unverified = f.Check + ": " + f.Detail
+		if f.Node != "" {
+			st.Unverified = "node " + f.Node + ": " + st.Unverified
+		}
+	}
+	return nil, st, nil
 }
 
 // readStatus is hg status --json RUN, and what this server knows of the
