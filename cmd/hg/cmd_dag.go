@@ -25,11 +25,22 @@ block that is not canonical is refused with exit code 4.`,
 		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
-				c, err := resolve(cmd.Context(), st, args[0])
+				res, isPath, err := resolvePath(cmd.Context(), st, args[0])
+				if !isPath {
+					res.CID, err = resolve(cmd.Context(), st, args[0])
+				}
 				if err != nil {
 					return err
 				}
-				return printBlockJSON(cmd.Context(), g, st, c)
+				if res.InBlock {
+					out, err := cas.EncodeJSON(res.Value)
+					if err != nil {
+						return err
+					}
+					g.ui.printf("%s\n", out)
+					return nil
+				}
+				return printBlockJSON(cmd.Context(), g, st, res.CID)
 			})
 		},
 	}
@@ -48,6 +59,10 @@ func printBlockJSON(ctx context.Context, g *globals, st cas.Store, c cid.Cid) er
 		case cas.Raw:
 			node = append([]byte(nil), data...)
 			return nil
+		case cas.DagPB:
+			n, err := dagPBValue(data)
+			node = n
+			return err
 		default:
 			return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/cas/unixfs"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/textsafe"
@@ -194,13 +195,23 @@ tree needs an empty or missing directory). A symlink to nothing is refused.`,
 			}
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
-				c, err := resolve(ctx, st, args[0])
-				if i := strings.LastIndex(args[0], "/"); err != nil && i > 0 {
-					// Not a pin: RUN/NODE.
-					c, err = nodeFinalWorkspace(ctx, g, st, args[0][:i], args[0][i+1:])
+				res, isPath, err := resolvePath(ctx, st, args[0])
+				var c cid.Cid
+				switch {
+				case isPath && err == nil:
+					c, err = wholeBlock(args[0], res)
+				case !isPath:
+					c, err = resolve(ctx, st, args[0])
+					if i := strings.LastIndex(args[0], "/"); err != nil && i > 0 {
+						// Not a pin: RUN/NODE.
+						c, err = nodeFinalWorkspace(ctx, g, st, args[0][:i], args[0][i+1:])
+					}
 				}
 				if err != nil {
 					return err
+				}
+				if c.Type() == cas.DagPB {
+					return getUnixFS(ctx, g, st, c, out)
 				}
 				info, err := cas.Stat(ctx, st, c)
 				if err != nil {
@@ -403,11 +414,16 @@ func newStatCmd(g *globals) *cobra.Command {
 		Args:  exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
-				c, err := resolve(cmd.Context(), st, args[0])
+				c, err := resolveBlock(cmd.Context(), st, args[0])
 				if err != nil {
 					return err
 				}
-				info, err := cas.Stat(cmd.Context(), st, c)
+				var info *cas.Info
+				if c.Type() == cas.DagPB {
+					info, err = unixfs.Stat(cmd.Context(), st, c)
+				} else {
+					info, err = cas.Stat(cmd.Context(), st, c)
+				}
 				if err != nil {
 					return err
 				}
@@ -426,6 +442,9 @@ func newStatCmd(g *globals) *cobra.Command {
 				g.ui.printf("size       %d\n", info.Size)
 				g.ui.printf("block size %d\n", info.BlockSize)
 				g.ui.printf("links      %d\n", info.Links)
+				if info.Entries > 0 {
+					g.ui.printf("entries    %d\n", info.Entries)
+				}
 				return nil
 			})
 		},

@@ -1,0 +1,151 @@
+package unixfs
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"strings"
+
+	"github.com/haygent/hg/cas"
+	"github.com/ipfs/go-cid"
+	"github.com/spaolacci/murmur3"
+)
+
+// Entry is one name in a UnixFS directory.
+type Entry struct {
+	Name  string
+	CID   cid.Cid
+	Tsize uint64 // as the link declares it; not checked
+}
+
+// Entries returns the entries of the directory n, plain or HAMT-sharded,
+// in the order the blocks hold them. Every name must be a single safe
+// path element ([cas.CheckName]: not empty, ".", "..", no "/", "\" or
+// NUL, valid UTF-8) and appear once in the whole directory; a HAMT shard's
+// entries must sit in the bucket their name's murmur3 hash selects, and
+// its links must name their buckets in rising order. Anything else is an
+// error wrapping [cas.ErrInvalid] that names the directory.
+func Entries(ctx context.Context, st cas.BlockReader, n *Node) ([]Entry, error) {
+	if !n.IsDir() {
+		return nil, fmt.Errorf("%s is a UnixFS %s, not a directory: %w", n.CID, n.Type(), cas.ErrInvalid)
+	}
+	var out []Entry
+	if n.FS.Type == TypeDirectory {
+		for _, l := range n.PB.Links {
+			out = append(out, Entry{Name: l.Name, CID: l.Hash, Tsize: l.Tsize})
+		}
+	} else if err := hamtEntries(ctx, st, n, n, 0, &out); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(out))
+	for _, e := range out {
+		if err := cas.CheckName(e.Name); err != nil {
+			return nil, fmt.Errorf("directory %s: %w", n.CID, err)
+		}
+		if seen[e.Name] {
+			return nil, fmt.Errorf("directory %s: entry %q appears twice: %w", n.CID, e.Name, cas.ErrInvalid)
+		}
+		seen[e.Name] = true
+	}
+	return out, nil
+}
+
+// hamtEntries appends the entries of the shard s, depth levels below the
+// root shard, to out.
+func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, depth int, out *[]Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fanout := s.FS.Fanout
+	if depth > 0 && fanout != root.FS.Fanout {
+		return fmt.Errorf("HAMT shard %s: fanout %d under a root of %d: %w", s.CID, fanout, root.FS.Fanout, cas.ErrInvalid)
+	}
+	width := bits.TrailingZeros64(fanout) // bits of the hash per level
+	if (depth+1)*width > 64 {
+		return fmt.Errorf("HAMT shard %s: deeper than a 64-bit hash allows: %w", s.CID, cas.ErrInvalid)
+	}
+	pad := len(fmt.Sprintf("%X", fanout-1))
+	buckets := setBits(s.FS.Data, fanout)
+	for i, l := range s.PB.Links {
+		if len(l.Name) < pad {
+			return fmt.Errorf("HAMT shard %s: link %q has no bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
+		}
+		var bucket uint64
+		if _, err := fmt.Sscanf(l.Name[:pad], "%X", &bucket); err != nil || fmt.Sprintf("%0*X", pad, bucket) != l.Name[:pad] {
+			return fmt.Errorf("HAMT shard %s: link %q has a bad bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
+		}
+		if bucket != buckets[i] {
+			return fmt.Errorf("HAMT shard %s: link %q is in bucket %d where the bitfield says %d: %w", s.CID, l.Name, bucket, buckets[i], cas.ErrInvalid)
+		}
+		if len(l.Name) == pad { // a sub-shard
+			child, err := Load(ctx, st, l.Hash)
+			if err != nil {
+				return fmt.Errorf("HAMT shard %s: %w", s.CID, err)
+			}
+			if child.Type() != TypeHAMTShard {
+				return fmt.Errorf("HAMT shard %s: link %q is a %s, not a shard: %w", s.CID, l.Name, child.Type(), cas.ErrInvalid)
+			}
+			before := len(*out)
+			if err := hamtEntries(ctx, st, root, child, depth+1, out); err != nil {
+				return err
+			}
+			for _, e := range (*out)[before:] {
+				if hamtBucket(e.Name, depth, width) != bucket {
+					return fmt.Errorf("HAMT shard %s: entry %q is under bucket %d, not where its hash puts it: %w", s.CID, e.Name, bucket, cas.ErrInvalid)
+				}
+			}
+			continue
+		}
+		name := l.Name[pad:]
+		if hamtBucket(name, depth, width) != bucket {
+			return fmt.Errorf("HAMT shard %s: entry %q is in bucket %d, not where its hash puts it: %w", s.CID, name, bucket, cas.ErrInvalid)
+		}
+		*out = append(*out, Entry{Name: name, CID: l.Hash, Tsize: l.Tsize})
+	}
+	return nil
+}
+
+// setBits returns the indexes of the bits set in a HAMT bitfield (a
+// big-endian number, bit 0 the last byte's lowest), lowest first.
+func setBits(field []byte, fanout uint64) []uint64 {
+	var out []uint64
+	for i := uint64(0); i < fanout; i++ {
+		byteIdx := len(field) - 1 - int(i/8)
+		if byteIdx < 0 {
+			break
+		}
+		if field[byteIdx]&(1<<(i%8)) != 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// hamtBucket returns the bucket of name at depth: the depth'th run of
+// width bits of the name's murmur3-x64-64 hash, most significant first.
+func hamtBucket(name string, depth, width int) uint64 {
+	h := murmur3.New64()
+	h.Write([]byte(name))
+	var sum [8]byte
+	binary.BigEndian.PutUint64(sum[:], h.Sum64())
+	v := binary.BigEndian.Uint64(sum[:])
+	shift := 64 - (depth+1)*width
+	return (v >> uint(shift)) & (1<<uint(width) - 1)
+}
+
+// Lookup returns the entry name of the directory n, or an error wrapping
+// [cas.ErrNotFound] that names it. The whole directory is read and
+// checked, as [Entries] does.
+func Lookup(ctx context.Context, st cas.BlockReader, n *Node, name string) (Entry, error) {
+	ents, err := Entries(ctx, st, n)
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, e := range ents {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Entry{}, fmt.Errorf("directory %s has no entry %q: %w", n.CID, strings.ToValidUTF8(name, "\uFFFD"), cas.ErrNotFound)
+}
