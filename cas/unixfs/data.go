@@ -123,8 +123,8 @@ func DecodeData(b []byte) (*Data, error) {
 			if body, n = protowire.ConsumeBytes(rest); n < 0 {
 				return nil, dataErr("field %d: bad length", num)
 			}
-			if err := shortest(rest, protowire.SizeVarint(uint64(len(body)))); err != nil {
-				return nil, dataErr("field %d length: %v", num, err)
+			if n-len(body) != protowire.SizeVarint(uint64(len(body))) {
+				return nil, dataErr("field %d: length varint not in its shortest form", num)
 			}
 			switch num {
 			case fData:

@@ -1,7 +1,11 @@
 package unixfs_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"math/bits"
+	"slices"
 	"errors"
 	"io"
 	"os"
@@ -12,6 +16,7 @@ import (
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/cas/unixfs"
 	"github.com/ipfs/go-cid"
+	"github.com/spaolacci/murmur3"
 )
 
 // loadCAR puts every block of testdata/NAME into a new memory store,
@@ -51,7 +56,7 @@ func loadCAR(t testing.TB, name string) (*memstore.Store, []cid.Cid) {
 // dag builds UnixFS DAGs by hand, hostile ones included.
 type dag struct {
 	t  testing.TB
-	st *memstore.Store
+	st cas.Store
 }
 
 func newDAG(t testing.TB) *dag { return &dag{t: t, st: memstore.New()} }
@@ -116,4 +121,36 @@ func mustCID(t testing.TB, s string) cid.Cid {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// hamtEnt is an entry of a HAMT shard built by hand.
+type hamtEnt struct {
+	name string
+	c    cid.Cid
+}
+
+// hamt stores a one-level HAMT shard of the given fanout holding ents,
+// each in the bucket its murmur3 hash selects, as kubo lays them out
+// (the kubo fixture in fixtures_test.go checks the layout).
+func (d *dag) hamt(fanout uint64, ents ...hamtEnt) cid.Cid {
+	width := bits.TrailingZeros64(fanout)
+	pad := len(fmt.Sprintf("%X", fanout-1))
+	type placed struct {
+		bucket uint64
+		e      hamtEnt
+	}
+	var ps []placed
+	for _, e := range ents {
+		h := murmur3.New64()
+		h.Write([]byte(e.name))
+		ps = append(ps, placed{h.Sum64() >> (64 - width), e})
+	}
+	slices.SortStableFunc(ps, func(a, b placed) int { return cmp.Compare(a.bucket, b.bucket) })
+	field := make([]byte, (fanout+7)/8)
+	var links []unixfs.PBLink
+	for _, p := range ps {
+		field[len(field)-1-int(p.bucket/8)] |= 1 << (p.bucket % 8)
+		links = append(links, unixfs.PBLink{Hash: p.e.c, Name: fmt.Sprintf("%0*X", pad, p.bucket) + p.e.name, HasName: true})
+	}
+	return d.node(&unixfs.Data{Type: unixfs.TypeHAMTShard, Data: field, HashType: 0x22, HasHashType: true, Fanout: fanout, HasFanout: true}, links...)
 }

@@ -60,8 +60,8 @@ func DecodePBNode(data []byte) (*PBNode, error) {
 		if bl < 0 {
 			return nil, pbErr(off, "field %d: bad length", num)
 		}
-		if err := shortest(data[off+tl:], protowire.SizeVarint(uint64(len(body)))); err != nil {
-			return nil, pbErr(off, "field %d length: %v", num, err)
+		if bl-len(body) != protowire.SizeVarint(uint64(len(body))) {
+			return nil, pbErr(off, "field %d: length varint not in its shortest form", num)
 		}
 		switch num {
 		case pbNodeData:
@@ -110,8 +110,8 @@ func decodePBLink(data []byte) (PBLink, error) {
 			if fl < 0 {
 				return l, fmt.Errorf("field %d: bad length", num)
 			}
-			if err := shortest(data[off+tl:], protowire.SizeVarint(uint64(len(body)))); err != nil {
-				return l, err
+			if fl-len(body) != protowire.SizeVarint(uint64(len(body))) {
+				return l, fmt.Errorf("field %d: length varint not in its shortest form", num)
 			}
 			if num == pbLinkHash {
 				c, err := cas.CastCID(body)
