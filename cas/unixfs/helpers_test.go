@@ -3,13 +3,13 @@ package unixfs_test
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"math/bits"
-	"slices"
 	"errors"
+	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/haygent/hg/cas"
