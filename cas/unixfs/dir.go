@@ -51,59 +51,119 @@ func Entries(ctx context.Context, st cas.BlockReader, n *Node) ([]Entry, error) 
 	return out, nil
 }
 
-// hamtEntries appends the entries of the shard s, depth levels below the
-// root shard, to out.
-func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, depth int, out *[]Entry) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+// shardLink is a link of a HAMT shard: its bucket, and the entry name it
+// holds ("" for a sub-shard).
+type shardLink struct {
+	bucket uint64
+	name   string
+	sub    bool
+	link   PBLink
+}
+
+// shardLinks reads the links of the shard s: each name must start with
+// its bucket in upper-case hex, padded to the width of the fanout's
+// largest bucket, and the buckets must be those the bitfield sets, in
+// rising order.
+func shardLinks(s *Node) (width int, links []shardLink, err error) {
 	fanout := s.FS.Fanout
-	if depth > 0 && fanout != root.FS.Fanout {
-		return fmt.Errorf("HAMT shard %s: fanout %d under a root of %d: %w", s.CID, fanout, root.FS.Fanout, cas.ErrInvalid)
-	}
-	width := bits.TrailingZeros64(fanout) // bits of the hash per level
-	if (depth+1)*width > 64 {
-		return fmt.Errorf("HAMT shard %s: deeper than a 64-bit hash allows: %w", s.CID, cas.ErrInvalid)
-	}
+	width = bits.TrailingZeros64(fanout) // bits of the hash per level
 	pad := len(fmt.Sprintf("%X", fanout-1))
 	buckets := setBits(s.FS.Data, fanout)
 	for i, l := range s.PB.Links {
 		if len(l.Name) < pad {
-			return fmt.Errorf("HAMT shard %s: link %q has no bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
+			return 0, nil, fmt.Errorf("HAMT shard %s: link %q has no bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
 		}
 		var bucket uint64
 		if _, err := fmt.Sscanf(l.Name[:pad], "%X", &bucket); err != nil || fmt.Sprintf("%0*X", pad, bucket) != l.Name[:pad] {
-			return fmt.Errorf("HAMT shard %s: link %q has a bad bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
+			return 0, nil, fmt.Errorf("HAMT shard %s: link %q has a bad bucket prefix: %w", s.CID, l.Name, cas.ErrInvalid)
 		}
 		if bucket != buckets[i] {
-			return fmt.Errorf("HAMT shard %s: link %q is in bucket %d where the bitfield says %d: %w", s.CID, l.Name, bucket, buckets[i], cas.ErrInvalid)
+			return 0, nil, fmt.Errorf("HAMT shard %s: link %q is in bucket %d where the bitfield says %d: %w", s.CID, l.Name, bucket, buckets[i], cas.ErrInvalid)
 		}
-		if len(l.Name) == pad { // a sub-shard
-			child, err := Load(ctx, st, l.Hash)
+		links = append(links, shardLink{bucket: bucket, name: l.Name[pad:], sub: len(l.Name) == pad, link: l})
+	}
+	return width, links, nil
+}
+
+// loadShard loads the sub-shard l of s, which must be a HAMT shard of
+// the root's fanout, depth levels below the root.
+func loadShard(ctx context.Context, st cas.BlockReader, root, s *Node, l shardLink, depth int) (*Node, error) {
+	child, err := Load(ctx, st, l.link.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("HAMT shard %s: %w", s.CID, err)
+	}
+	if child.Type() != TypeHAMTShard {
+		return nil, fmt.Errorf("HAMT shard %s: link %q is a %s, not a shard: %w", s.CID, l.link.Name, child.Type(), cas.ErrInvalid)
+	}
+	if child.FS.Fanout != root.FS.Fanout {
+		return nil, fmt.Errorf("HAMT shard %s: fanout %d under a root of %d: %w", child.CID, child.FS.Fanout, root.FS.Fanout, cas.ErrInvalid)
+	}
+	if (depth+1)*bits.TrailingZeros64(child.FS.Fanout) > 64 {
+		return nil, fmt.Errorf("HAMT shard %s: deeper than a 64-bit hash allows: %w", child.CID, cas.ErrInvalid)
+	}
+	return child, nil
+}
+
+// hamtEntries appends the entries of the shard s, depth levels below the
+// root shard, to out, checking that each sits in the bucket its name's
+// hash selects at every level.
+func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, depth int, out *[]Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	width, links, err := shardLinks(s)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if l.sub {
+			child, err := loadShard(ctx, st, root, s, l, depth+1)
 			if err != nil {
-				return fmt.Errorf("HAMT shard %s: %w", s.CID, err)
-			}
-			if child.Type() != TypeHAMTShard {
-				return fmt.Errorf("HAMT shard %s: link %q is a %s, not a shard: %w", s.CID, l.Name, child.Type(), cas.ErrInvalid)
+				return err
 			}
 			before := len(*out)
 			if err := hamtEntries(ctx, st, root, child, depth+1, out); err != nil {
 				return err
 			}
 			for _, e := range (*out)[before:] {
-				if hamtBucket(e.Name, depth, width) != bucket {
-					return fmt.Errorf("HAMT shard %s: entry %q is under bucket %d, not where its hash puts it: %w", s.CID, e.Name, bucket, cas.ErrInvalid)
+				if hamtBucket(e.Name, depth, width) != l.bucket {
+					return fmt.Errorf("HAMT shard %s: entry %q is under bucket %d, not where its hash puts it: %w", s.CID, e.Name, l.bucket, cas.ErrInvalid)
 				}
 			}
 			continue
 		}
-		name := l.Name[pad:]
-		if hamtBucket(name, depth, width) != bucket {
-			return fmt.Errorf("HAMT shard %s: entry %q is in bucket %d, not where its hash puts it: %w", s.CID, name, bucket, cas.ErrInvalid)
+		if hamtBucket(l.name, depth, width) != l.bucket {
+			return fmt.Errorf("HAMT shard %s: entry %q is in bucket %d, not where its hash puts it: %w", s.CID, l.name, l.bucket, cas.ErrInvalid)
 		}
-		*out = append(*out, Entry{Name: name, CID: l.Hash, Tsize: l.Tsize})
+		*out = append(*out, Entry{Name: l.name, CID: l.link.Hash, Tsize: l.link.Tsize})
 	}
 	return nil
+}
+
+// hamtLookup finds name in the shard s as kubo does: by the bucket its
+// hash selects at each level, reading one shard a level.
+func hamtLookup(ctx context.Context, st cas.BlockReader, root, s *Node, depth int, name string) (Entry, bool, error) {
+	width, links, err := shardLinks(s)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	bucket := hamtBucket(name, depth, width)
+	for _, l := range links {
+		if l.bucket != bucket {
+			continue
+		}
+		if l.sub {
+			child, err := loadShard(ctx, st, root, s, l, depth+1)
+			if err != nil {
+				return Entry{}, false, err
+			}
+			return hamtLookup(ctx, st, root, child, depth+1, name)
+		}
+		if l.name == name {
+			return Entry{Name: name, CID: l.link.Hash, Tsize: l.link.Tsize}, true, nil
+		}
+	}
+	return Entry{}, false, nil
 }
 
 // setBits returns the indexes of the bits set in a HAMT bitfield (a
@@ -135,9 +195,25 @@ func hamtBucket(name string, depth, width int) uint64 {
 }
 
 // Lookup returns the entry name of the directory n, or an error wrapping
-// [cas.ErrNotFound] that names it. The whole directory is read and
-// checked, as [Entries] does.
+// [cas.ErrNotFound] that names it. A plain directory is read and checked
+// whole, as [Entries] does; a HAMT-sharded one is searched as kubo
+// searches it, one shard a level along the buckets name's hash selects,
+// each shard checked as it is read.
 func Lookup(ctx context.Context, st cas.BlockReader, n *Node, name string) (Entry, error) {
+	notFound := fmt.Errorf("directory %s has no entry %q: %w", n.CID, strings.ToValidUTF8(name, "\uFFFD"), cas.ErrNotFound)
+	if n.IsDir() && n.FS.Type == TypeHAMTShard {
+		if err := cas.CheckName(name); err != nil {
+			return Entry{}, notFound
+		}
+		e, ok, err := hamtLookup(ctx, st, n, n, 0, name)
+		if err != nil {
+			return Entry{}, err
+		}
+		if !ok {
+			return Entry{}, notFound
+		}
+		return e, nil
+	}
 	ents, err := Entries(ctx, st, n)
 	if err != nil {
 		return Entry{}, err
@@ -147,5 +223,5 @@ func Lookup(ctx context.Context, st cas.BlockReader, n *Node, name string) (Entr
 			return e, nil
 		}
 	}
-	return Entry{}, fmt.Errorf("directory %s has no entry %q: %w", n.CID, strings.ToValidUTF8(name, "\uFFFD"), cas.ErrNotFound)
+	return Entry{}, notFound
 }

@@ -57,6 +57,8 @@ func TestScripts(t *testing.T) {
 			"tamper":     cmdTamper,
 			"forge":      cmdForgeLedger,
 			"packcounts": cmdPackCounts,
+			"unixfscar":  cmdUnixFSCAR,
+			"putblocks":  cmdPutBlocks,
 		},
 	})
 }
