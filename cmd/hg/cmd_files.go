@@ -169,12 +169,20 @@ func putTree(ctx context.Context, g *globals, st cas.Store, path string) (cid.Ci
 func newGetCmd(g *globals) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "get CID|PIN|RUN/NODE [-o PATH]",
+		Use:   "get CID|CID/PATH|PIN|RUN/NODE [-o PATH]",
 		Short: "write a file to stdout or PATH, or a tree into the directory PATH",
 		Long: `Write the file CID to standard output, or to PATH with -o (replaced
 atomically), or the tree CID into the directory PATH, which must not exist or
 be empty. Every block is verified before its bytes are used; a damaged block
 stops the command with exit code 4 and leaves nothing at PATH.
+
+UnixFS files and directories (what 'ipfs add' makes, brought in with 'hg
+bundle import' of an 'ipfs dag export') are written the same way, HAMT-sharded
+directories too. Every size the DAG declares must match the bytes it holds; an
+entry name that is not a single path element ("..", "a/b", empty) or appears
+twice is refused, and so is a symlink whose target could leave PATH; modes and
+mtimes are not applied. CID/a/b names what a path leads to, through hg trees,
+UnixFS directories and DAG-CBOR maps and lists.
 
 RUN/NODE is the final workspace of a node of a run: the tree its receipt
 records as the workspace it left, which a Work Order hands on to the nodes
@@ -409,8 +417,13 @@ func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error 
 func newStatCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stat CID|PIN",
+		Use:   "stat CID|CID/PATH|PIN",
 		Short: "show a block's codec, type, size and links",
+		Long: `Show a block's codec, its type (an hg object's, or unixfs/file,
+unixfs/directory, unixfs/hamt-shard, unixfs/symlink for UnixFS), the size of
+what it stands for (a file's content, the files below a tree or directory, or
+the block itself), the block's own size and its links. CID/a/b names what a
+path leads to, as for 'hg get'.`,
 		Args:  exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
