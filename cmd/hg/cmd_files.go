@@ -424,7 +424,7 @@ unixfs/directory, unixfs/hamt-shard, unixfs/symlink for UnixFS), the size of
 what it stands for (a file's content, the files below a tree or directory, or
 the block itself), the block's own size and its links. CID/a/b names what a
 path leads to, as for 'hg get'.`,
-		Args:  exactArgs(1, "one CID or pin name"),
+		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
 				c, err := resolveBlock(cmd.Context(), st, args[0])
