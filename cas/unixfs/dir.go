@@ -2,7 +2,6 @@ package unixfs
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -35,7 +34,7 @@ func Entries(ctx context.Context, st cas.BlockReader, n *Node) ([]Entry, error) 
 		for _, l := range n.PB.Links {
 			out = append(out, Entry{Name: l.Name, CID: l.Hash, Tsize: l.Tsize})
 		}
-	} else if err := hamtEntries(ctx, st, n, n, 0, &out); err != nil {
+	} else if err := hamtEntries(ctx, st, n, n, nil, &out); err != nil {
 		return nil, err
 	}
 	seen := make(map[string]bool, len(out))
@@ -95,6 +94,9 @@ func loadShard(ctx context.Context, st cas.BlockReader, root, s *Node, l shardLi
 	if child.Type() != TypeHAMTShard {
 		return nil, fmt.Errorf("HAMT shard %s: link %q is a %s, not a shard: %w", s.CID, l.link.Name, child.Type(), cas.ErrInvalid)
 	}
+	if len(child.PB.Links) == 0 {
+		return nil, fmt.Errorf("HAMT shard %s: an empty shard below the root: %w", child.CID, cas.ErrInvalid)
+	}
 	if child.FS.Fanout != root.FS.Fanout {
 		return nil, fmt.Errorf("HAMT shard %s: fanout %d under a root of %d: %w", child.CID, child.FS.Fanout, root.FS.Fanout, cas.ErrInvalid)
 	}
@@ -104,10 +106,13 @@ func loadShard(ctx context.Context, st cas.BlockReader, root, s *Node, l shardLi
 	return child, nil
 }
 
-// hamtEntries appends the entries of the shard s, depth levels below the
-// root shard, to out, checking that each sits in the bucket its name's
-// hash selects at every level.
-func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, depth int, out *[]Entry) error {
+// hamtEntries appends the entries of the shard s to out. path holds the
+// buckets that lead to s from the root, one a level. Each entry is
+// checked as soon as it is met: its name's hash must select the bucket it
+// sits in at every level, so a shard block linked from two buckets (a
+// DAG that would list one shard many times over) fails at its second
+// use, not after a walk of everything below it.
+func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, path []uint64, out *[]Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -115,25 +120,24 @@ func hamtEntries(ctx context.Context, st cas.BlockReader, root, s *Node, depth i
 	if err != nil {
 		return err
 	}
+	depth := len(path)
 	for _, l := range links {
+		here := append(path[:depth:depth], l.bucket)
 		if l.sub {
 			child, err := loadShard(ctx, st, root, s, l, depth+1)
 			if err != nil {
 				return err
 			}
-			before := len(*out)
-			if err := hamtEntries(ctx, st, root, child, depth+1, out); err != nil {
+			if err := hamtEntries(ctx, st, root, child, here, out); err != nil {
 				return err
-			}
-			for _, e := range (*out)[before:] {
-				if hamtBucket(e.Name, depth, width) != l.bucket {
-					return fmt.Errorf("HAMT shard %s: entry %q is under bucket %d, not where its hash puts it: %w", s.CID, e.Name, l.bucket, cas.ErrInvalid)
-				}
 			}
 			continue
 		}
-		if hamtBucket(l.name, depth, width) != l.bucket {
-			return fmt.Errorf("HAMT shard %s: entry %q is in bucket %d, not where its hash puts it: %w", s.CID, l.name, l.bucket, cas.ErrInvalid)
+		h := hamtHash(l.name)
+		for d, want := range here {
+			if bucketAt(h, d, width) != want {
+				return fmt.Errorf("HAMT shard %s: entry %q is in bucket %d at level %d, not where its hash puts it: %w", s.CID, l.name, want, d, cas.ErrInvalid)
+			}
 		}
 		*out = append(*out, Entry{Name: l.name, CID: l.link.Hash, Tsize: l.link.Tsize})
 	}
@@ -182,16 +186,23 @@ func setBits(field []byte, fanout uint64) []uint64 {
 	return out
 }
 
-// hamtBucket returns the bucket of name at depth: the depth'th run of
-// width bits of the name's murmur3-x64-64 hash, most significant first.
-func hamtBucket(name string, depth, width int) uint64 {
+// hamtHash returns the murmur3-x64-64 hash of name, as kubo's HAMT
+// takes it: the first 64 bits of murmur3's x64 128-bit hash.
+func hamtHash(name string) uint64 {
 	h := murmur3.New64()
 	h.Write([]byte(name))
-	var sum [8]byte
-	binary.BigEndian.PutUint64(sum[:], h.Sum64())
-	v := binary.BigEndian.Uint64(sum[:])
-	shift := 64 - (depth+1)*width
-	return (v >> uint(shift)) & (1<<uint(width) - 1)
+	return h.Sum64()
+}
+
+// bucketAt returns the bucket a hash selects at depth: the depth'th run of
+// width bits, most significant first.
+func bucketAt(h uint64, depth, width int) uint64 {
+	return (h >> uint(64-(depth+1)*width)) & (1<<uint(width) - 1)
+}
+
+// hamtBucket returns the bucket of name at depth.
+func hamtBucket(name string, depth, width int) uint64 {
+	return bucketAt(hamtHash(name), depth, width)
 }
 
 // Lookup returns the entry name of the directory n, or an error wrapping

@@ -133,6 +133,16 @@ type hamtEnt struct {
 // each in the bucket its murmur3 hash selects, as kubo lays them out
 // (the kubo fixture in fixtures_test.go checks the layout).
 func (d *dag) hamt(fanout uint64, ents ...hamtEnt) cid.Cid {
+	return d.hamtShard(fanout, 0, ents...)
+}
+
+// hamtLevel stores a shard of fanout 256 meant to sit depth levels below
+// the root: its entries' buckets are taken from that level's bits.
+func (d *dag) hamtLevel(depth int, ents ...hamtEnt) cid.Cid {
+	return d.hamtShard(256, depth, ents...)
+}
+
+func (d *dag) hamtShard(fanout uint64, depth int, ents ...hamtEnt) cid.Cid {
 	width := bits.TrailingZeros64(fanout)
 	pad := len(fmt.Sprintf("%X", fanout-1))
 	type placed struct {
@@ -143,7 +153,7 @@ func (d *dag) hamt(fanout uint64, ents ...hamtEnt) cid.Cid {
 	for _, e := range ents {
 		h := murmur3.New64()
 		h.Write([]byte(e.name))
-		ps = append(ps, placed{h.Sum64() >> (64 - width), e})
+		ps = append(ps, placed{(h.Sum64() >> (64 - (depth+1)*width)) & (1<<width - 1), e})
 	}
 	slices.SortStableFunc(ps, func(a, b placed) int { return cmp.Compare(a.bucket, b.bucket) })
 	field := make([]byte, (fanout+7)/8)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,4 +227,80 @@ func TestUnsupportedMetadata(t *testing.T) {
 	meta := d.node(&unixfs.Data{Type: unixfs.TypeMetadata})
 	root := d.dir(ent("m", meta))
 	assertRefused(t, d, root, unixfs.ErrUnsupported, "Metadata")
+}
+
+// countingReader counts the blocks read through it.
+type countingReader struct {
+	cas.BlockReader
+	n int
+}
+
+func (r *countingReader) View(ctx context.Context, c cid.Cid, fn func([]byte) error) error {
+	r.n++
+	return r.BlockReader.View(ctx, c, fn)
+}
+
+func (r *countingReader) Get(ctx context.Context, c cid.Cid) ([]byte, error) {
+	r.n++
+	return r.BlockReader.Get(ctx, c)
+}
+
+// DAGs that repeat one block under many names, so that a walk by path
+// would visit it exponentially often, cost a visit per distinct block
+// (stat), or fail at the second use (a HAMT shard in two buckets).
+func TestHostileRepeats(t *testing.T) {
+	ctx := context.Background()
+	t.Run("directory repeated at every level", func(t *testing.T) {
+		d := newDAG(t)
+		c := d.dir(ent("f", d.raw("12345")))
+		const levels = 30 // 2^30 paths
+		for range levels {
+			c = d.dir(ent("a", c), ent("b", c))
+		}
+		r := &countingReader{BlockReader: d.st}
+		info, err := unixfs.Stat(ctx, r, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size != 5<<levels {
+			t.Errorf("size %d, want %d", info.Size, 5<<levels)
+		}
+		if r.n > 4*levels {
+			t.Errorf("stat read %d blocks for %d distinct ones", r.n, levels+2)
+		}
+	})
+	t.Run("HAMT shard in every bucket", func(t *testing.T) {
+		d := newDAG(t)
+		f := d.raw("x")
+		// A sub-shard holding one entry, linked from 256 buckets of the
+		// root: only one of them can be where the entry's hash leads.
+		sub := d.hamtLevel(1, hamtEnt{"a", f})
+		var links []unixfs.PBLink
+		field := make([]byte, 32)
+		for b := range 256 {
+			field[31-b/8] |= 1 << (b % 8)
+			links = append(links, unixfs.PBLink{Hash: sub, Name: fmt.Sprintf("%02X", b), HasName: true})
+		}
+		root := d.node(&unixfs.Data{Type: unixfs.TypeHAMTShard, Data: field, HashType: 0x22, HasHashType: true, Fanout: 256, HasFanout: true}, links...)
+		r := &countingReader{BlockReader: d.st}
+		n, err := unixfs.Load(ctx, r, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unixfs.Entries(ctx, r, n); !errors.Is(err, cas.ErrInvalid) {
+			t.Fatalf("Entries = %v, want invalid", err)
+		}
+		if r.n > 3 {
+			t.Errorf("read %d blocks before refusing, want at most 3", r.n)
+		}
+	})
+	t.Run("empty sub-shard", func(t *testing.T) {
+		d := newDAG(t)
+		empty := d.node(&unixfs.Data{Type: unixfs.TypeHAMTShard, HashType: 0x22, HasHashType: true, Fanout: 256, HasFanout: true})
+		field := make([]byte, 32)
+		field[31] = 1
+		root := d.node(&unixfs.Data{Type: unixfs.TypeHAMTShard, Data: field, HashType: 0x22, HasHashType: true, Fanout: 256, HasFanout: true},
+			unixfs.PBLink{Hash: empty, Name: "00", HasName: true})
+		assertRefused(t, d, root, cas.ErrInvalid, "empty shard")
+	})
 }

@@ -40,36 +40,38 @@ func Stat(ctx context.Context, st cas.BlockReader, c cid.Cid) (*cas.Info, error)
 			return nil, err
 		}
 		info.Entries = len(ents)
-		if info.Size, err = dirSize(ctx, st, n, ents, 0); err != nil {
+		z := sizer{ctx: ctx, st: st, memo: map[cid.Cid]uint64{}}
+		if info.Size, err = z.dirSize(n, ents, 0); err != nil {
 			return nil, err
 		}
 	}
 	return info, nil
 }
 
+// sizer adds up the filesizes below directories, each distinct block
+// once: a directory linked from many places (a DAG that repeats one
+// subdirectory a thousand times at each of ten levels) costs one visit,
+// not a visit per path to it.
+type sizer struct {
+	ctx  context.Context
+	st   cas.BlockReader
+	memo map[cid.Cid]uint64
+}
+
 // dirSize adds up the filesizes of the files below the directory n.
-func dirSize(ctx context.Context, st cas.BlockReader, n *Node, ents []Entry, depth int) (uint64, error) {
+func (z *sizer) dirSize(n *Node, ents []Entry, depth int) (uint64, error) {
 	if depth >= MaxDirDepth {
 		return 0, fmt.Errorf("%s: directories nested deeper than %d: %w", n.CID, MaxDirDepth, cas.ErrInvalid)
 	}
 	var total uint64
 	for _, e := range ents {
-		child, err := Load(ctx, st, e.CID)
-		if err != nil {
-			return 0, fmt.Errorf("%s/%s: %w", n.CID, e.Name, err)
-		}
-		var size uint64
-		switch {
-		case child.IsFile():
-			size = child.FileSize()
-		case child.IsDir():
-			sub, err := Entries(ctx, st, child)
-			if err != nil {
+		size, ok := z.memo[e.CID]
+		if !ok {
+			var err error
+			if size, err = z.size(n, e, depth); err != nil {
 				return 0, err
 			}
-			if size, err = dirSize(ctx, st, child, sub, depth+1); err != nil {
-				return 0, err
-			}
+			z.memo[e.CID] = size
 		}
 		var carry uint64
 		if total, carry = bits.Add64(total, size, 0); carry != 0 {
@@ -77,4 +79,23 @@ func dirSize(ctx context.Context, st cas.BlockReader, n *Node, ents []Entry, dep
 		}
 	}
 	return total, nil
+}
+
+// size returns the filesize of the entry e of n, or the sum below it.
+func (z *sizer) size(n *Node, e Entry, depth int) (uint64, error) {
+	child, err := Load(z.ctx, z.st, e.CID)
+	if err != nil {
+		return 0, fmt.Errorf("%s/%s: %w", n.CID, e.Name, err)
+	}
+	switch {
+	case child.IsFile():
+		return child.FileSize(), nil
+	case child.IsDir():
+		sub, err := Entries(z.ctx, z.st, child)
+		if err != nil {
+			return 0, err
+		}
+		return z.dirSize(child, sub, depth+1)
+	}
+	return 0, nil
 }
