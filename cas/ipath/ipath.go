@@ -104,9 +104,9 @@ func Resolve(ctx context.Context, st cas.BlockReader, p Path) (Result, error) {
 		}
 		seg := p.Segments[i]
 		if cur.InBlock {
-			next, err := step(cur.Value, seg)
-			if err != nil {
-				return Result{}, segErr(err, "%v", err)
+			next, serr := step(cur.Value, seg)
+			if serr != nil {
+				return Result{}, segErr(serr.err, "%s", serr.msg)
 			}
 			i++
 			if c, ok := next.(cid.Cid); ok {
@@ -148,9 +148,9 @@ func Resolve(ctx context.Context, st cas.BlockReader, p Path) (Result, error) {
 				if err != nil {
 					return Result{}, err
 				}
-				next, err := treeStep(t, seg)
-				if err != nil {
-					return Result{}, segErr(err, "%v", err)
+				next, serr := treeStep(t, seg)
+				if serr != nil {
+					return Result{}, segErr(serr.err, "%s", serr.msg)
 				}
 				cur, i = Result{CID: next}, i+1
 				continue
@@ -163,41 +163,51 @@ func Resolve(ctx context.Context, st cas.BlockReader, p Path) (Result, error) {
 	return cur, nil
 }
 
+// stepError is why a segment cannot be followed, and the sentinel it
+// stands for.
+type stepError struct {
+	msg string
+	err error
+}
+
+func (e *stepError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
 // treeStep returns the link of the entry name of an hg tree.
-func treeStep(t *cas.TreeNode, name string) (cid.Cid, error) {
+func treeStep(t *cas.TreeNode, name string) (cid.Cid, *stepError) {
 	for _, e := range t.Entries {
 		if e.Name != name {
 			continue
 		}
 		if e.Kind == cas.KindSymlink {
-			return cid.Undef, fmt.Errorf("a symlink, which paths do not follow: %w", cas.ErrInvalid)
+			return cid.Undef, &stepError{"a symlink, which paths do not follow", cas.ErrInvalid}
 		}
 		return e.Link.Cid, nil
 	}
-	return cid.Undef, fmt.Errorf("no such entry: %w", cas.ErrNotFound)
+	return cid.Undef, &stepError{"no such entry", cas.ErrNotFound}
 }
 
 // step follows one segment inside a decoded DAG-CBOR value: a map's key,
 // or a list's index in decimal.
-func step(v any, seg string) (any, error) {
+func step(v any, seg string) (any, *stepError) {
 	switch x := v.(type) {
 	case map[string]any:
 		next, ok := x[seg]
 		if !ok {
-			return nil, fmt.Errorf("no such key: %w", cas.ErrNotFound)
+			return nil, &stepError{"no such key", cas.ErrNotFound}
 		}
 		return next, nil
 	case []any:
 		i, err := strconv.ParseUint(seg, 10, 63)
 		if err != nil || strconv.FormatUint(i, 10) != seg {
-			return nil, fmt.Errorf("a list is indexed by a decimal number: %w", cas.ErrInvalid)
+			return nil, &stepError{"a list is indexed by a decimal number", cas.ErrInvalid}
 		}
 		if i >= uint64(len(x)) {
-			return nil, fmt.Errorf("index out of range (the list has %d items): %w", len(x), cas.ErrNotFound)
+			return nil, &stepError{fmt.Sprintf("index out of range (the list has %d items)", len(x)), cas.ErrNotFound}
 		}
 		return x[i], nil
 	}
-	return nil, fmt.Errorf("a %s has no names: %w", kindOf(v), cas.ErrInvalid)
+	return nil, &stepError{fmt.Sprintf("a %s has no names", kindOf(v)), cas.ErrInvalid}
 }
 
 func kindOf(v any) string {
