@@ -12,6 +12,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/cas/ipath"
 	"github.com/haygent/hg/cas/unixfs"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/ledger"
@@ -203,8 +204,15 @@ tree needs an empty or missing directory). A symlink to nothing is refused.`,
 			}
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
-				res, isPath, err := resolvePath(ctx, st, args[0])
-				var c cid.Cid
+				var (
+					res    ipath.Result
+					isPath bool
+					err    error
+					c      cid.Cid
+				)
+				if !runRecordNode(ctx, st, args[0]) {
+					res, isPath, err = resolvePath(ctx, st, args[0])
+				}
 				switch {
 				case isPath && err == nil:
 					c, err = wholeBlock(args[0], res)

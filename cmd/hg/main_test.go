@@ -59,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"packcounts": cmdPackCounts,
 			"unixfscar":  cmdUnixFSCAR,
 			"putblocks":  cmdPutBlocks,
+			"pincid":     cmdPinCID,
 		},
 	})
 }

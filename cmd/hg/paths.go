@@ -8,8 +8,21 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/ipath"
 	"github.com/haygent/hg/cas/unixfs"
+	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
+
+// runRecordNode reports whether arg is RECORD/NODE with RECORD the CID of
+// a run record (an hg/run@1 block): 'hg get' then writes the node's final
+// workspace, not what a path into the record's fields would reach.
+func runRecordNode(ctx context.Context, st cas.Store, arg string) bool {
+	p, ok, err := ipath.Parse(arg)
+	if !ok || err != nil || len(p.Segments) != 1 || p.Root.Type() != cas.DagCBOR {
+		return false
+	}
+	_, err = scheduler.LoadRecordAt(ctx, st, p.Root)
+	return err == nil
+}
 
 // resolvePath resolves an argument of the form CID/a/b (or /ipfs/CID/a/b)
 // through hg trees, UnixFS directories and IPLD maps and lists. ok is

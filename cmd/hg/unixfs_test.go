@@ -52,3 +52,17 @@ func cmdPutBlocks(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(st.Put(context.Background(), b))
 	}
 }
+
+// pincid VAR PIN: set VAR to the CID the pin PIN names, for a script that
+// must name a block whose CID it cannot know in advance.
+func cmdPinCID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: pincid VAR PIN")
+	}
+	st, err := boltstore.Open(storeDir(ts), &boltstore.Options{ReadOnly: true})
+	ts.Check(err)
+	defer st.Close()
+	c, err := st.Pin(context.Background(), args[1])
+	ts.Check(err)
+	ts.Setenv(args[0], c.String())
+}
