@@ -304,3 +304,71 @@ func TestHostileRepeats(t *testing.T) {
 		assertRefused(t, d, root, cas.ErrInvalid, "empty shard")
 	})
 }
+
+// failAfter is a writer that fails once it has taken n bytes.
+type failAfter struct {
+	n   int
+	got bytes.Buffer
+}
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if w.got.Len()+len(p) > w.n {
+		return 0, errors.New("disk full")
+	}
+	return w.got.Write(p)
+}
+
+// Leaves are fetched ahead on several goroutines but written in order;
+// the first failure, a missing leaf or the writer's, stops the copy with
+// exactly the bytes before it written.
+func TestReadFileStopsInOrder(t *testing.T) {
+	ctx := context.Background()
+	d := newDAG(t)
+	var kids []sized
+	var want []byte
+	for i := range 40 {
+		s := strings.Repeat(string(rune('a'+i%26)), 100+i)
+		kids = append(kids, sized{d.raw(s), uint64(len(s))})
+		want = append(want, s...)
+	}
+	gone := cas.Sum(cas.Raw, []byte("never stored, 30 bytes long..."))
+	withHole := append(append(append([]sized{}, kids[:25]...), sized{gone, 30}), kids[25:]...)
+	t.Run("whole", func(t *testing.T) {
+		var buf bytes.Buffer
+		if _, err := unixfs.ReadFile(ctx, d.st, d.file("", kids...), &buf, nil); err != nil || !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("ReadFile: %d bytes, %v", buf.Len(), err)
+		}
+	})
+	t.Run("missing leaf", func(t *testing.T) {
+		var buf bytes.Buffer
+		_, err := unixfs.ReadFile(ctx, d.st, d.file("", withHole...), &buf, nil)
+		if !errors.Is(err, cas.ErrNotFound) || !strings.Contains(err.Error(), gone.String()) {
+			t.Fatalf("ReadFile = %v, want not found naming %s", err, gone)
+		}
+		var before int
+		for _, k := range kids[:25] {
+			before += int(k.size)
+		}
+		if !bytes.Equal(buf.Bytes(), want[:before]) {
+			t.Errorf("wrote %d bytes before the hole, want the %d before it", buf.Len(), before)
+		}
+	})
+	t.Run("writer fails", func(t *testing.T) {
+		w := &failAfter{n: 1000}
+		_, err := unixfs.ReadFile(ctx, d.st, d.file("", kids...), w, nil)
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("ReadFile = %v, want the writer's error", err)
+		}
+		if !bytes.Equal(w.got.Bytes(), want[:w.got.Len()]) {
+			t.Error("bytes written out of order")
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		var buf bytes.Buffer
+		if _, err := unixfs.ReadFile(cctx, d.st, d.file("", kids...), &buf, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("ReadFile = %v, want cancelled", err)
+		}
+	})
+}

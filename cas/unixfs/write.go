@@ -149,7 +149,7 @@ func (w *treeWriter) file(n *Node, p string) error {
 		progress = func(k int64) { w.opts.Progress(base + k) }
 	}
 	r := fileReader{ctx: w.ctx, st: w.st, w: f, progress: progress}
-	err = r.node(n, n.FileSize(), 0)
+	err = r.copy(n)
 	w.done += r.done
 	if cerr := f.Close(); err == nil {
 		err = cerr
