@@ -175,6 +175,9 @@ func (n *Node) check() error {
 		for _, b := range d.Data {
 			set += bits.OnesCount8(b)
 		}
+		if set != len(setBits(d.Data, d.Fanout)) {
+			return invalid("HAMT bitfield sets bits beyond its fanout of %d", d.Fanout)
+		}
 		if set != len(n.PB.Links) {
 			return invalid("HAMT bitfield has %d bits set for %d links", set, len(n.PB.Links))
 		}

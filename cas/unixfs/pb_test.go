@@ -179,6 +179,17 @@ func TestHostileHAMT(t *testing.T) {
 			t.Fatalf("Entries = %v, want invalid", err)
 		}
 	})
+	t.Run("bits beyond the fanout", func(t *testing.T) {
+		// Fanout 2 takes one byte of bitfield, whose bits 2 to 7 name no
+		// bucket: set, they must not count as links.
+		d := newDAG(t)
+		f := d.raw("x")
+		fs := &unixfs.Data{Type: unixfs.TypeHAMTShard, Data: []byte{0b00100001}, HashType: 0x22, HasHashType: true, Fanout: 2, HasFanout: true}
+		bad := d.node(fs, unixfs.PBLink{Hash: f, Name: "0a", HasName: true}, unixfs.PBLink{Hash: f, Name: "5b", HasName: true})
+		if err := entries(d, bad); !errors.Is(err, cas.ErrInvalid) {
+			t.Fatalf("Entries = %v, want invalid", err)
+		}
+	})
 	t.Run("other hash", func(t *testing.T) {
 		d := newDAG(t)
 		fs := &unixfs.Data{Type: unixfs.TypeHAMTShard, HashType: 0x12, HasHashType: true, Fanout: 256, HasFanout: true}
@@ -255,5 +266,42 @@ func FuzzDecodeData(f *testing.F) {
 		if e.Type != d.Type || !bytes.Equal(e.Data, d.Data) || e.Filesize != d.Filesize || len(e.Blocksizes) != len(d.Blocksizes) || e.Mode != d.Mode || e.MtimeSecs != d.MtimeSecs {
 			t.Fatalf("round trip changed %+v into %+v", d, e)
 		}
+	})
+}
+
+// FuzzNode reads any bytes as a UnixFS node and walks what it can:
+// whatever the block says, the reader returns an error or a result, and
+// never panics or writes more than the block declares.
+func FuzzNode(f *testing.F) {
+	for _, name := range []string{"dir-with-files.car", "single-layer-hamt-with-multi-block-files.car", "symlink.car"} {
+		st, _ := loadCAR(f, name)
+		_ = st.AllKeys(context.Background(), func(c cid.Cid, _ int) error {
+			if c.Type() == cas.DagPB {
+				b, _ := st.Get(context.Background(), c)
+				f.Add(b)
+			}
+			return nil
+		})
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		d := newDAG(t)
+		c := d.put(cas.DagPB, data)
+		n, err := unixfs.Load(ctx, d.st, c)
+		if err != nil {
+			return
+		}
+		switch {
+		case n.IsDir():
+			_, _ = unixfs.Entries(ctx, d.st, n)
+			_, _ = unixfs.Lookup(ctx, d.st, n, "a")
+		case n.IsFile():
+			var buf bytes.Buffer
+			k, err := unixfs.ReadFile(ctx, d.st, c, &buf, nil)
+			if err == nil && uint64(k) != n.FileSize() {
+				t.Fatalf("read %d bytes of a file of %d", k, n.FileSize())
+			}
+		}
+		_, _ = unixfs.Stat(ctx, d.st, c)
 	})
 }
