@@ -210,3 +210,26 @@ func TestResolveMissingBlock(t *testing.T) {
 		t.Errorf("resolve through a missing block: %v, want one naming %s", err, gone)
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	c := cas.Sum(cas.Raw, []byte("x")).String()
+	for _, s := range []string{c, c + "/a/b", "/ipfs/" + c + "/ą/", c + "//x", "pin/a", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, ok, err := ipath.Parse(s)
+		if !ok || err != nil {
+			return
+		}
+		// What parses prints back to a path that parses the same.
+		q, ok, err := ipath.Parse(p.String())
+		if !ok || err != nil || q.String() != p.String() || len(q.Segments) != len(p.Segments) {
+			t.Fatalf("%q parsed to %q, which parses to %q, %v, %v", s, p, q, ok, err)
+		}
+		for _, seg := range p.Segments {
+			if seg == "" || strings.Contains(seg, "/") {
+				t.Fatalf("segment %q of %q", seg, s)
+			}
+		}
+	})
+}
