@@ -24,7 +24,8 @@ var (
 	// block that is not canonical.
 	ErrMalformed = errors.New("malformed dag-pb")
 
-	// ErrNotUnixFS is returned for a block that is neither dag-pb nor raw.
+	// ErrNotUnixFS is returned for a block that is neither dag-pb nor raw,
+	// or a dag-pb block whose Data is not a UnixFS message.
 	ErrNotUnixFS = errors.New("not a UnixFS node")
 )
 
@@ -122,7 +123,7 @@ func Load(ctx context.Context, st cas.BlockReader, c cid.Cid) (*Node, error) {
 		pb.Data = append([]byte{}, pb.Data...)
 		fs, err := DecodeData(pb.Data)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrNotUnixFS, err)
 		}
 		n.PB, n.FS = pb, fs
 		return nil

@@ -442,6 +442,10 @@ path leads to, as for 'hg get'.`,
 				var info *cas.Info
 				if c.Type() == cas.DagPB {
 					info, err = unixfs.Stat(cmd.Context(), st, c)
+					if errors.Is(err, unixfs.ErrNotUnixFS) {
+						// dag-pb of another kind: the block alone.
+						info, err = cas.Stat(cmd.Context(), st, c)
+					}
 				} else {
 					info, err = cas.Stat(cmd.Context(), st, c)
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -54,7 +55,9 @@ func wholeBlock(arg string, res ipath.Result) (cid.Cid, error) {
 // file or tree.
 func getUnixFS(ctx context.Context, g *globals, st cas.BlockReader, c cid.Cid, out string) error {
 	n, err := unixfs.Load(ctx, st, c)
-	if err != nil {
+	if errors.Is(err, unixfs.ErrNotUnixFS) {
+		return hinted{err, "'hg dag get " + c.String() + "' shows the block"}
+	} else if err != nil {
 		return err
 	}
 	switch {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
@@ -65,4 +68,32 @@ func cmdPinCID(ts *testscript.TestScript, neg bool, args []string) {
 	c, err := st.Pin(context.Background(), args[1])
 	ts.Check(err)
 	ts.Setenv(args[0], c.String())
+}
+
+// hg stat of a dag-pb block that is not UnixFS (here the zero-length
+// block, valid dag-pb) describes the block; hg get refuses it, saying why.
+func TestStatDagPBNotUnixFS(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if code := runHG(t, nil, "--store", dir, "init"); code != 0 {
+		t.Fatal("init failed")
+	}
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cas.NewBlock(cas.DagPB, nil)
+	if err := st.Put(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var out bytes.Buffer
+	if code := runHGOut(t, &out, nil, "--store", dir, "stat", "--json", b.CID().String()); code != 0 {
+		t.Fatalf("stat: exit %d", code)
+	}
+	if want := `{"cid":"` + b.CID().String() + `","codec":"dag-pb","block_size":0,"size":0,"links":0}`; strings.TrimSpace(out.String()) != want {
+		t.Errorf("stat = %s, want %s", out.String(), want)
+	}
+	if code := runHG(t, nil, "--store", dir, "get", b.CID().String()); code != exitError {
+		t.Errorf("get: exit %d, want %d", code, exitError)
+	}
 }
