@@ -273,3 +273,25 @@ func TestKuboMissingBlock(t *testing.T) {
 		t.Errorf("out exists after a failed write: %v", err)
 	}
 }
+
+// A subdirectory of single- and multi-block files.
+func TestKuboSubdirMixed(t *testing.T) {
+	st, roots := loadCAR(t, "subdir-with-mixed-block-files.car")
+	dst := filepath.Join(t.TempDir(), "out")
+	if err := unixfs.WriteTree(context.Background(), st, roots[0], dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"subdir/hello.txt":      "hello world\n",
+		"subdir/ascii.txt":      "hello application/vnd.ipld.car\n",
+		"subdir/multiblock.txt": string(testdata(t, "multiblock.txt")),
+	} {
+		got, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dst, "subdir")); len(ents) != 3 {
+		t.Errorf("subdir holds %d entries, want 3", len(ents))
+	}
+}
