@@ -89,10 +89,12 @@ func (n *Node) FileSize() uint64 {
 
 // Load reads block c (verified against its hash by st), decodes it as a
 // UnixFS node and checks it on its own: a file's blocksizes match its
-// links and add up to its filesize; a directory's links are named; a
+// links and add up to its filesize; a directory holds no file data; a
 // symlink has no links; a HAMT shard has a murmur3 hash, a power-of-two
-// fanout and as many links as its bitfield has bits set. A missing block
-// is an error naming it (wrapping [cas.ErrNotFound]).
+// fanout and as many links as its bitfield has bits set (the names are
+// [Entries]' to check). A missing block is an error naming it (wrapping
+// [cas.ErrNotFound]); a dag-pb block that is not UnixFS wraps
+// [ErrNotUnixFS], one that does not decode strictly [ErrMalformed].
 func Load(ctx context.Context, st cas.BlockReader, c cid.Cid) (*Node, error) {
 	n := &Node{CID: c}
 	switch c.Type() {
