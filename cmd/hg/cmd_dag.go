@@ -17,19 +17,36 @@ func newDagCmd(g *globals) *cobra.Command {
 
 func newDagGetCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get CID|PIN",
+		Use:   "get CID|CID/PATH|PIN",
 		Short: "print a block as DAG-JSON",
 		Long: `Print a DAG-CBOR block as compact DAG-JSON ({"/": "bafy..."} for a link,
-{"/": {"bytes": "..."}} for bytes), or a raw block as a bytes value. A DAG-CBOR
-block that is not canonical is refused with exit code 4.`,
+{"/": {"bytes": "..."}} for bytes), a raw block as a bytes value, or a dag-pb
+block as kubo's 'ipfs dag get' does ({"Data": ..., "Links": [{"Hash", "Name",
+"Tsize"}]}). A DAG-CBOR block that is not canonical, or a dag-pb block that
+does not decode strictly, is refused with exit code 4.
+
+CID/a/b follows names through hg trees and UnixFS directories, and keys and
+list indexes through DAG-CBOR, following links; a path that ends inside a
+block prints the value it reaches there.`,
 		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
-				c, err := resolve(cmd.Context(), st, args[0])
+				res, isPath, err := resolvePath(cmd.Context(), st, args[0])
+				if !isPath {
+					res.CID, err = resolve(cmd.Context(), st, args[0])
+				}
 				if err != nil {
 					return err
 				}
-				return printBlockJSON(cmd.Context(), g, st, c)
+				if res.InBlock {
+					out, err := cas.EncodeJSON(res.Value)
+					if err != nil {
+						return err
+					}
+					g.ui.printf("%s\n", out)
+					return nil
+				}
+				return printBlockJSON(cmd.Context(), g, st, res.CID)
 			})
 		},
 	}
@@ -48,6 +65,10 @@ func printBlockJSON(ctx context.Context, g *globals, st cas.Store, c cid.Cid) er
 		case cas.Raw:
 			node = append([]byte(nil), data...)
 			return nil
+		case cas.DagPB:
+			n, err := dagPBValue(data)
+			node = n
+			return err
 		default:
 			return fmt.Errorf("%s: codec 0x%x cannot be shown as DAG-JSON (try 'hg block get')", c, c.Type())
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/cas/ipath"
+	"github.com/haygent/hg/cas/unixfs"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/textsafe"
@@ -168,12 +170,20 @@ func putTree(ctx context.Context, g *globals, st cas.Store, path string) (cid.Ci
 func newGetCmd(g *globals) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "get CID|PIN|RUN/NODE [-o PATH]",
+		Use:   "get CID|CID/PATH|PIN|RUN/NODE [-o PATH]",
 		Short: "write a file to stdout or PATH, or a tree into the directory PATH",
 		Long: `Write the file CID to standard output, or to PATH with -o (replaced
 atomically), or the tree CID into the directory PATH, which must not exist or
 be empty. Every block is verified before its bytes are used; a damaged block
 stops the command with exit code 4 and leaves nothing at PATH.
+
+UnixFS files and directories (what 'ipfs add' makes, brought in with 'hg
+bundle import' of an 'ipfs dag export') are written the same way, HAMT-sharded
+directories too. Every size the DAG declares must match the bytes it holds; an
+entry name that is not a single path element ("..", "a/b", empty) or appears
+twice is refused, and so is a symlink whose target could leave PATH; modes and
+mtimes are not applied. CID/a/b names what a path leads to, through hg trees,
+UnixFS directories and DAG-CBOR maps and lists.
 
 RUN/NODE is the final workspace of a node of a run: the tree its receipt
 records as the workspace it left, which a Work Order hands on to the nodes
@@ -194,13 +204,30 @@ tree needs an empty or missing directory). A symlink to nothing is refused.`,
 			}
 			return g.withStore(true, func(st cas.Store) error {
 				ctx := cmd.Context()
-				c, err := resolve(ctx, st, args[0])
-				if i := strings.LastIndex(args[0], "/"); err != nil && i > 0 {
-					// Not a pin: RUN/NODE.
-					c, err = nodeFinalWorkspace(ctx, g, st, args[0][:i], args[0][i+1:])
+				var (
+					res    ipath.Result
+					isPath bool
+					err    error
+					c      cid.Cid
+				)
+				if !runRecordNode(ctx, st, args[0]) {
+					res, isPath, err = resolvePath(ctx, st, args[0])
+				}
+				switch {
+				case isPath && err == nil:
+					c, err = wholeBlock(args[0], res)
+				case !isPath:
+					c, err = resolve(ctx, st, args[0])
+					if i := strings.LastIndex(args[0], "/"); err != nil && i > 0 {
+						// Not a pin: RUN/NODE.
+						c, err = nodeFinalWorkspace(ctx, g, st, args[0][:i], args[0][i+1:])
+					}
 				}
 				if err != nil {
 					return err
+				}
+				if c.Type() == cas.DagPB {
+					return getUnixFS(ctx, g, st, c, out)
 				}
 				info, err := cas.Stat(ctx, st, c)
 				if err != nil {
@@ -398,16 +425,30 @@ func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error 
 func newStatCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stat CID|PIN",
+		Use:   "stat CID|CID/PATH|PIN",
 		Short: "show a block's codec, type, size and links",
-		Args:  exactArgs(1, "one CID or pin name"),
+		Long: `Show a block's codec, its type (an hg object's, or unixfs/file,
+unixfs/directory, unixfs/hamt-shard, unixfs/symlink for UnixFS), the size of
+what it stands for (a file's content, the files below a tree or directory, or
+the block itself), the block's own size and its links. CID/a/b names what a
+path leads to, as for 'hg get'.`,
+		Args: exactArgs(1, "one CID or pin name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(true, func(st cas.Store) error {
-				c, err := resolve(cmd.Context(), st, args[0])
+				c, err := resolveBlock(cmd.Context(), st, args[0])
 				if err != nil {
 					return err
 				}
-				info, err := cas.Stat(cmd.Context(), st, c)
+				var info *cas.Info
+				if c.Type() == cas.DagPB {
+					info, err = unixfs.Stat(cmd.Context(), st, c)
+					if errors.Is(err, unixfs.ErrNotUnixFS) {
+						// dag-pb of another kind: the block alone.
+						info, err = cas.Stat(cmd.Context(), st, c)
+					}
+				} else {
+					info, err = cas.Stat(cmd.Context(), st, c)
+				}
 				if err != nil {
 					return err
 				}
@@ -426,6 +467,9 @@ func newStatCmd(g *globals) *cobra.Command {
 				g.ui.printf("size       %d\n", info.Size)
 				g.ui.printf("block size %d\n", info.BlockSize)
 				g.ui.printf("links      %d\n", info.Links)
+				if info.Entries > 0 {
+					g.ui.printf("entries    %d\n", info.Entries)
+				}
 				return nil
 			})
 		},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
+	"github.com/haygent/hg/cas/unixfs"
 	"github.com/haygent/hg/scheduler/natsengine"
 )
 
@@ -60,7 +61,7 @@ func exitCode(err error) int {
 		return exitHalt
 	case errors.As(err, &need):
 		return exitNeedInput
-	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical):
+	case errors.As(err, &integ), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotCanonical), errors.Is(err, unixfs.ErrMalformed):
 		return exitIntegrity
 	default:
 		return exitError

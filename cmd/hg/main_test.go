@@ -58,6 +58,9 @@ func TestScripts(t *testing.T) {
 			"forge":      cmdForgeLedger,
 			"packcounts": cmdPackCounts,
 			"dsseverify": cmdDSSEVerify,
+			"unixfscar":  cmdUnixFSCAR,
+			"putblocks":  cmdPutBlocks,
+			"pincid":     cmdPinCID,
 		},
 	})
 }
