@@ -274,6 +274,10 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 				} else if at.After(lastAccepted) {
 					lastAccepted = at
 				}
+			case t == otherRuns:
+				// Only a memo hit's receipt is another run's.
+				notWorkOf(n.Name, n.Receipt.Cid.String(), "its receipt", scheduler.CheckPlace,
+					fmt.Sprintf("it is of run %q, not %q, and the record marks no memo hit", obj.Run, scheduler.NodeRunID(rec.Run, n.Name)))
 			case t == notWork:
 				notWorkOf(n.Name, n.Receipt.Cid.String(), "its receipt", scheduler.CheckPlace, why)
 			}

@@ -645,8 +645,9 @@ func TestComputeWithdrawnPassIsNotAPass(t *testing.T) {
 // run's PASS (package guess) as an earlier attempt of the stuck run's
 // fix (package guess too) is another run's: counted with that run only.
 // Under peek (package peek), as an earlier attempt or as its receipt, it
-// is not the node's work at all: the run is named, and its record counts
-// for nothing (its PASS among them).
+// is not the node's work at all, nor as fix's receipt, which the record
+// does not mark a memo hit: the run is named, and its record counts for
+// nothing (its PASS among them).
 func TestComputeReceiptsOfOtherWork(t *testing.T) {
 	conv := func(f *fixture) cid.Cid { return receiptOf(t, f.converge, "fix") }
 
@@ -657,16 +658,20 @@ func TestComputeReceiptsOfOtherWork(t *testing.T) {
 		t.Errorf("another run's receipt as fix's earlier attempt: stuck %+v, runs unverified %+v, total PASS %d", stuck, r.Runs.Unverified, r.Total.Pass)
 	}
 
-	for _, edit := range []func(*fixture, map[string]any){
-		func(f *fixture, n map[string]any) { n["earlier"] = []any{conv(f)} },
-		func(f *fixture, n map[string]any) { n["receipt"] = conv(f); delete(n, "acceptance") },
+	for _, c := range []struct {
+		node string
+		edit func(*fixture, map[string]any)
+	}{
+		{"peek", func(f *fixture, n map[string]any) { n["earlier"] = []any{conv(f)} }},
+		{"peek", func(f *fixture, n map[string]any) { n["receipt"] = conv(f); delete(n, "acceptance") }},
+		{"fix", func(f *fixture, n map[string]any) { n["receipt"] = conv(f); delete(n, "acceptance") }},
 	} {
 		f := newFixture(t)
-		editNode(t, f.st, f.stuck.Run, "peek", func(n map[string]any) { edit(f, n) })
+		editNode(t, f.st, f.stuck.Run, c.node, func(n map[string]any) { c.edit(f, n) })
 		r := compute(t, f.st, metrics.Options{Trusted: trusted})
 		stuck := class(t, r, "stuck")
 		if stuck.Pass != 0 || r.Total.Pass != 1 || class(t, r, "converge").Pass != 1 {
-			t.Errorf("converge's receipt under peek: stuck %+v; total PASS %d", stuck, r.Total.Pass)
+			t.Errorf("converge's receipt under %s: stuck %+v; total PASS %d", c.node, stuck, r.Total.Pass)
 		}
 		if stuck.Halted != 0 || stuck.RunsUnverified != 1 {
 			t.Errorf("the run holding it counted by its status: %+v", stuck)

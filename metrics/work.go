@@ -12,9 +12,10 @@ import (
 // whose place in the run verifies is the node's (scheduler.VerifyRun).
 // The verifier does not place the others, the receipts of nodes not done
 // and of earlier attempts: one counts in the run only if what it records
-// itself makes it the node's work (its package, its run and node), and a
-// receipt of another run (a memo hit a regression or a retry took back)
-// counts with that run, not this one.
+// itself makes it the node's work (its package, its run and node). An
+// earlier attempt of another run (a memo hit a regression or a retry
+// took back) counts with that run, not this one; a node's receipt of
+// another run is a memo hit, or no work of the node.
 
 // tie is whose work a receipt is.
 type tie int
