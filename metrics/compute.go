@@ -248,6 +248,12 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 			}
 			placed := n.State == dag.Done && nodeOK // the verifier placed it
 			t, why := tieOf(obj, packages[n.Name], rec.Run, n.Name, n.Memo || regressed[n.Name][n.Receipt.Cid])
+			refused := false // the scheduler refused it, as no work of the node
+			if !placed && t != nodesWork && n.State != dag.Done {
+				if refused, err = c.rejected(n.Acceptance, n.Receipt.Cid); err != nil {
+					return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)
+				}
+			}
 			switch {
 			case placed || t == nodesWork:
 				own[n.Receipt.Cid] = true
@@ -274,6 +280,8 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 				} else if at.After(lastAccepted) {
 					lastAccepted = at
 				}
+			case refused:
+				// Not counted, as in no run.
 			case t == otherRuns:
 				// Only a memo hit's receipt is another run's.
 				notWorkOf(n.Name, n.Receipt.Cid.String(), "its receipt", scheduler.CheckPlace,
@@ -420,6 +428,23 @@ func (c *computation) acceptedAt(a, rc cid.Cid) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return parseStamp(acc.At), nil
+}
+
+// rejected says whether the acceptance a (nil: none) rejects receipt rc:
+// the scheduler refused it, as no work of the node. One that cannot be
+// read rejects nothing; err is for a store that fails to answer.
+func (c *computation) rejected(a *cas.Link, rc cid.Cid) (bool, error) {
+	if a == nil {
+		return false, nil
+	}
+	var acc scheduler.Acceptance
+	switch err := c.st.View(c.ctx, a.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); {
+	case errors.Is(err, cas.ErrInvalid), errors.Is(err, cas.ErrNotCanonical), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("acceptance %s: %w", a.Cid, err)
+	}
+	return acc.Type == scheduler.TypeAcceptance && acc.Receipt.Cid == rc && acc.Verdict == scheduler.Rejected, nil
 }
 
 func parseStamp(s string) time.Time {

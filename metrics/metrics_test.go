@@ -681,3 +681,47 @@ func TestComputeReceiptsOfOtherWork(t *testing.T) {
 		}
 	}
 }
+
+// elsewhere runs the node's package on its input, under another run id.
+type elsewhere struct{ inner scheduler.Engine }
+
+func (e elsewhere) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
+	inv.Run = "run-elsewhere"
+	return e.inner.Invoke(ctx, inv)
+}
+
+// A receipt the scheduler rejected as no work of the node (here of
+// another run id) stays in the record, with the acceptance that rejects
+// it: it is counted in no run, and the halted run is sound.
+func TestComputeRejectedReceiptOfOtherWork(t *testing.T) {
+	st := memstore.New()
+	plan, err := scheduler.Load("testdata/workorders/stuck.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string][]json.RawMessage{"fix": {json.RawMessage(`{"guess": "green"}`)}}
+	local := &scheduler.Local{Key: key, Adapter: haygent.NewScript(answers),
+		Package: func(inv scheduler.Invocation) (*haygent.Package, error) { return plan.Packages[inv.Node], nil }}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, NoCache: true, Engine: elsewhere{local}})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	easy := rec.Nodes[0]
+	if easy.Name != "easy" || easy.State != "failed" || easy.Receipt == nil || easy.Acceptance == nil || !strings.Contains(easy.Reason, "is of run") {
+		t.Fatalf("easy: %+v: want failed, its receipt rejected", easy)
+	}
+	r := compute(t, st, metrics.Options{Trusted: trusted})
+	stuck := class(t, r, "stuck")
+	if stuck.Halted != 1 || stuck.RunsUnverified != 0 || len(r.Runs.Unverified) != 0 {
+		t.Errorf("a run that rejected a receipt: %+v, runs unverified %+v", stuck, r.Runs.Unverified)
+	}
+	if stuck.Pass != 0 || stuck.PassNotHeld != 0 || r.Total.Receipts != 0 {
+		t.Errorf("the rejected receipts counted: %+v", r.Total)
+	}
+}

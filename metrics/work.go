@@ -15,7 +15,8 @@ import (
 // itself makes it the node's work (its package, its run and node). An
 // earlier attempt of another run (a memo hit a regression or a retry
 // took back) counts with that run, not this one; a node's receipt of
-// another run is a memo hit, or no work of the node.
+// another run is a memo hit, or no work of the node. A receipt the
+// node's acceptance rejects, the scheduler refused: it counts in no run.
 
 // tie is whose work a receipt is.
 type tie int
