@@ -55,7 +55,13 @@ type fact struct {
 	// rechecked: a recorded re-measurement measured it; replayed: one
 	// replayed it, and diverged: one of those replays did not agree.
 	rechecked, replayed, diverged bool
-	classes                       map[string]bool
+	// held: a sound run stands behind it, a done node's receipt whose
+	// every check holds; withdrawn: a sound run's node holding it was
+	// withdrawn.
+	held, withdrawn bool
+	// classes are the classes of the runs that count it: true where one
+	// of the class stands behind it.
+	classes map[string]bool
 }
 
 // observe adds one verification of the receipt.
@@ -176,10 +182,13 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 		return fmt.Errorf("run %s: %w", info.Run, err)
 	}
 	c.report.Runs.Counted++
-	runOK := true
+	// sound: the run's own checks hold and every receipt it holds is its
+	// node's work, so what its unsigned record says counts: its states,
+	// events and withdrawals.
+	sound := true
 	for _, rc := range v.Checks {
 		if !rc.OK {
-			runOK = false
+			sound = false
 			c.report.Runs.Unverified = append(c.report.Runs.Unverified, RunProblem{Run: info.Run, Check: rc.Name, Detail: rc.Detail})
 			break
 		}
@@ -194,16 +203,6 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 		c.classes[class] = ca
 	}
 	ca.g.Runs++
-	switch rec.Status {
-	case scheduler.StatusDone:
-		ca.g.Done++
-	case scheduler.StatusHalted:
-		ca.g.Halted++
-	case scheduler.StatusCancelled:
-		ca.g.Cancelled++
-	case scheduler.StatusRunning:
-		ca.g.Running++
-	}
 
 	packages := map[string]cid.Cid{}
 	for _, on := range obj.Nodes {
@@ -213,8 +212,25 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 	for i := range v.Nodes {
 		byNode[v.Nodes[i].Node] = &v.Nodes[i]
 	}
-	allOK := runOK
+	// The receipts each node's regressed events name: its accepted work
+	// once, memo hits among them.
+	regressed := map[string]map[cid.Cid]bool{}
+	for _, ev := range rec.Events {
+		if ev.Kind == scheduler.EventRegressed && ev.Receipt != nil {
+			if regressed[ev.Node] == nil {
+				regressed[ev.Node] = map[cid.Cid]bool{}
+			}
+			regressed[ev.Node][ev.Receipt.Cid] = true
+		}
+	}
+	notWorkOf := func(n, rc, as, check, why string) {
+		sound = false
+		c.report.Runs.Unverified = append(c.report.Runs.Unverified, RunProblem{Run: info.Run, Check: check,
+			Detail: fmt.Sprintf("node %s holds receipt %s as %s, but %s: not its work, not counted", n, rc, as, why)})
+	}
+	timed := true // every acceptance of a done node says when
 	var lastAccepted time.Time
+	var held, withdrawn []*fact
 	own := map[cid.Cid]bool{} // the run's receipts, current and earlier
 	for _, n := range rec.Nodes {
 		nv := byNode[n.Name]
@@ -225,18 +241,33 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 		for _, ch := range nv.Checks {
 			nodeOK = nodeOK && ch.OK
 		}
-		allOK = allOK && (nodeOK || (n.Receipt == nil && len(nv.Checks) == 0))
 		if n.Receipt != nil {
-			own[n.Receipt.Cid] = true
-			f := c.fact(n.Receipt.Cid, packages[n.Name], class)
 			var obj *ledger.Receipt
 			if nv.Verification != nil {
 				obj = nv.Verification.Object
 			}
-			f.observe(nv.Checks, obj)
-			// The acceptance is read only where the verification found
-			// it links this receipt, accepted.
-			if n.State == dag.Done && n.Acceptance != nil && nodeOK {
+			placed := n.State == dag.Done && nodeOK // the verifier placed it
+			t, why := tieOf(obj, packages[n.Name], rec.Run, n.Name, n.Memo || regressed[n.Name][n.Receipt.Cid])
+			refused := false // the scheduler refused it, as no work of the node
+			if !placed && t != nodesWork && n.State != dag.Done {
+				if refused, err = c.rejected(n.Acceptance, n.Receipt.Cid); err != nil {
+					return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)
+				}
+			}
+			switch {
+			case placed || t == nodesWork:
+				own[n.Receipt.Cid] = true
+				f := c.fact(n.Receipt.Cid, packages[n.Name], class)
+				f.observe(nv.Checks, obj)
+				if n.State == dag.Deleted {
+					withdrawn = append(withdrawn, f)
+				}
+				if !placed {
+					break
+				}
+				held = append(held, f)
+				// The acceptance is read only where the verification
+				// found it links this receipt, accepted.
 				at, err := c.acceptedAt(n.Acceptance.Cid, n.Receipt.Cid)
 				if err != nil {
 					return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)
@@ -245,20 +276,42 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 					f.acceptedAt = at
 				}
 				if at.IsZero() {
-					allOK = false
+					timed = false
 				} else if at.After(lastAccepted) {
 					lastAccepted = at
 				}
+			case refused:
+				// Not counted, as in no run.
+			case t == otherRuns:
+				// Only a memo hit's receipt is another run's.
+				notWorkOf(n.Name, n.Receipt.Cid.String(), "its receipt", scheduler.CheckPlace,
+					fmt.Sprintf("it is of run %q, not %q, and the record marks no memo hit", obj.Run, scheduler.NodeRunID(rec.Run, n.Name)))
+			case t == notWork:
+				notWorkOf(n.Name, n.Receipt.Cid.String(), "its receipt", scheduler.CheckPlace, why)
 			}
 		}
 		for _, e := range n.Earlier {
-			own[e.Cid] = true
-			if err := c.earlier(e.Cid, packages[n.Name], class); err != nil {
+			t, why, err := c.earlier(e.Cid, packages[n.Name], class, rec.Run, n.Name, regressed[n.Name][e.Cid])
+			if err != nil {
 				return fmt.Errorf("run %s: node %s: %w", info.Run, n.Name, err)
+			}
+			switch t {
+			case nodesWork:
+				own[e.Cid] = true
+			case notWork:
+				notWorkOf(n.Name, e.Cid.String(), "an earlier attempt", scheduler.CheckEarlier, why)
 			}
 		}
 	}
-	if runOK {
+	if sound {
+		// A receipt counts as a PASS only where a sound run stands behind
+		// it, and no withdrawal by one took it back.
+		for _, f := range held {
+			f.held, f.classes[class] = true, true
+		}
+		for _, f := range withdrawn {
+			f.withdrawn = true
+		}
 		for _, ev := range rec.Events {
 			if ev.Kind != scheduler.EventRegressed || ev.Receipt == nil {
 				continue
@@ -283,7 +336,24 @@ func (c *computation) run(info *scheduler.RunInfo) error {
 			return err
 		}
 	}
-	if start := info.StartedAt(); rec.Status == scheduler.StatusDone && allOK && !start.IsZero() && !lastAccepted.IsZero() {
+	// A status counts only where the verifier establishes it: done when
+	// every check of the run holds, any other when the run is sound.
+	done := rec.Status == scheduler.StatusDone && sound && v.OK()
+	switch {
+	case done:
+		ca.g.Done++
+	case !sound || rec.Status == scheduler.StatusDone:
+		ca.g.RunsUnverified++
+	case rec.Status == scheduler.StatusHalted:
+		ca.g.Halted++
+	case rec.Status == scheduler.StatusCancelled:
+		ca.g.Cancelled++
+	case rec.Status == scheduler.StatusRunning:
+		ca.g.Running++
+	default:
+		ca.g.RunsUnverified++
+	}
+	if start := info.StartedAt(); done && timed && !start.IsZero() && !lastAccepted.IsZero() {
 		ca.runTime = append(ca.runTime, max(lastAccepted.Sub(start), 0))
 	}
 	return nil
@@ -325,20 +395,25 @@ func (c *computation) fact(rc, pkg cid.Cid, class string) *fact {
 		f = &fact{receipt: rc, pkg: pkg, ok: true, classes: map[string]bool{}}
 		c.facts[rc] = f
 	}
-	f.classes[class] = true
+	if _, ok := f.classes[class]; !ok {
+		f.classes[class] = false
+	}
 	return f
 }
 
-// earlier verifies a receipt of an earlier attempt on its own: the run
-// no longer holds it as the node's, so only its own checks apply.
-func (c *computation) earlier(rc, pkg cid.Cid, class string) error {
-	f := c.fact(rc, pkg, class)
+// earlier verifies a receipt of an earlier attempt of node of run on its
+// own (the run no longer holds it as the node's, so only its own checks
+// apply), and counts it if it is the node's work (named: a regressed
+// event of the node names it).
+func (c *computation) earlier(rc, pkg cid.Cid, class, run, node string, named bool) (t tie, why string, err error) {
 	v, err := verify.VerifyReceiptKnown(c.ctx, c.st, rc, c.opts.Trusted, nil, c.opts.Cache)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
-	f.observe(v.Checks, v.Object)
-	return nil
+	if t, why = tieOf(v.Object, pkg, run, node, named); t == nodesWork {
+		c.fact(rc, pkg, class).observe(v.Checks, v.Object)
+	}
+	return t, why, nil
 }
 
 // acceptedAt reads the time of the acceptance a, which VerifyRun found
@@ -353,6 +428,23 @@ func (c *computation) acceptedAt(a, rc cid.Cid) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return parseStamp(acc.At), nil
+}
+
+// rejected says whether the acceptance a (nil: none) rejects receipt rc:
+// the scheduler refused it, as no work of the node. One that cannot be
+// read rejects nothing; err is for a store that fails to answer.
+func (c *computation) rejected(a *cas.Link, rc cid.Cid) (bool, error) {
+	if a == nil {
+		return false, nil
+	}
+	var acc scheduler.Acceptance
+	switch err := c.st.View(c.ctx, a.Cid, func(d []byte) error { return cas.Unmarshal(d, &acc) }); {
+	case errors.Is(err, cas.ErrInvalid), errors.Is(err, cas.ErrNotCanonical), errors.Is(err, cas.ErrCorrupt), errors.Is(err, cas.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("acceptance %s: %w", a.Cid, err)
+	}
+	return acc.Type == scheduler.TypeAcceptance && acc.Receipt.Cid == rc && acc.Verdict == scheduler.Rejected, nil
 }
 
 func parseStamp(s string) time.Time {
@@ -387,10 +479,10 @@ func (c *computation) aggregate() {
 			h = &acc{}
 			haygents[key] = h
 		}
-		total.add(f)
-		h.add(f)
-		for class := range f.classes {
-			classes[class].add(f)
+		total.add(f, f.held)
+		h.add(f, f.held)
+		for class, held := range f.classes {
+			classes[class].add(f, held)
 		}
 	}
 	r := c.report
@@ -422,8 +514,9 @@ func (c *computation) aggregate() {
 	sort.Slice(r.Classes, func(i, j int) bool { return r.Classes[i].Class < r.Classes[j].Class })
 }
 
-// add counts one receipt.
-func (a *acc) add(f *fact) {
+// add counts one receipt; held is whether a run of the group stands
+// behind it.
+func (a *acc) add(f *fact, held bool) {
 	m := &a.m
 	m.Receipts++
 	if f.rechecked {
@@ -464,8 +557,15 @@ func (a *acc) add(f *fact) {
 	}
 	switch r.Status {
 	case ledger.StatusPass:
-		if f.regressed != "" {
+		switch {
+		case f.regressed != "":
 			return // verified, but a re-measurement took it back
+		case f.withdrawn:
+			m.Withdrawn++
+			return
+		case !held:
+			m.PassNotHeld++
+			return
 		}
 		m.Pass++
 		m.Repair.RepairsInPass += r.Repairs

@@ -15,7 +15,15 @@
 //     receipts, verify.VerifyReceiptKnown for earlier attempts). One that
 //     fails a check is counted as unverified, by the first check it
 //     fails, and in nothing else: its PASS is never a PASS;
-//   - PASS and HALT among the verified receipts;
+//   - PASS and HALT among the verified receipts: a PASS only where a run
+//     stands behind it (a done node's receipt whose every check holds, in
+//     a run whose own checks hold) and no one withdrew it; the others are
+//     counted apart (withdrawn, not held). A receipt counts in a run only
+//     as its node's work: an earlier attempt or the receipt of
+//     a node not done must have run the node's package and name this run
+//     and node, or be tied by the record to another run (a memo hit);
+//   - runs per class by the status the verifier establishes: done only
+//     when every check of the run holds;
 //   - false PASS found by hg recheck: accepted PASS receipts a
 //     re-measurement regressed (a regressed event of the run), apart from
 //     those regressed because their signer is no longer trusted or their

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -587,5 +588,140 @@ func TestComputeDamagedAcceptance(t *testing.T) {
 	c := class(t, r, "converge")
 	if c.Unverified != 1 || c.Pass != 0 || c.RunToVerified.Count != 0 || c.UnverifiedBy["acceptance"] != 1 {
 		t.Errorf("converge with a damaged acceptance: %+v", c)
+	}
+}
+
+// Adversarial: a halted run's record edited to say done fails its
+// outcome check: it is counted under no status, not as a done run, and
+// the PASS it holds is no PASS a run that verifies stands behind.
+func TestComputeForgedDoneIsNotADoneRun(t *testing.T) {
+	f := newFixture(t)
+	editRoot(t, f.st, f.stuck.Run, func(r map[string]any) { r["status"] = scheduler.StatusDone })
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	stuck := class(t, r, "stuck")
+	if stuck.Runs != 1 || stuck.Done != 0 || stuck.Halted != 0 || stuck.RunsUnverified != 1 || stuck.RunToVerified.Count != 0 {
+		t.Errorf("stuck recorded done: %+v", stuck)
+	}
+	if stuck.Pass != 0 || stuck.PassNotHeld != 1 || r.Total.Pass != 1 {
+		t.Errorf("stuck recorded done: PASS %d, not held %d; total PASS %d; want 0, 1, 1", stuck.Pass, stuck.PassNotHeld, r.Total.Pass)
+	}
+	if len(r.Runs.Unverified) != 1 || r.Runs.Unverified[0].Run != f.stuck.Run || r.Runs.Unverified[0].Check != scheduler.CheckOutcome {
+		t.Errorf("runs unverified: %+v", r.Runs.Unverified)
+	}
+}
+
+// Adversarial: a PASS on a node the record says failed is no PASS: no
+// run stands behind it.
+func TestComputePassOfANodeNotDoneIsNotAPass(t *testing.T) {
+	f := newFixture(t)
+	editNode(t, f.st, f.stuck.Run, "easy", func(n map[string]any) { n["state"], n["reason"] = "failed", "rejected" })
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	stuck := class(t, r, "stuck")
+	if stuck.Pass != 0 || stuck.PassNotHeld != 1 || stuck.Verified != 3 || r.Total.Pass != 1 {
+		t.Errorf("stuck with easy failed: %+v; total PASS %d", stuck, r.Total.Pass)
+	}
+}
+
+// A PASS a person withdrew (hg withdraw) is no PASS: it is counted as
+// withdrawn.
+func TestComputeWithdrawnPassIsNotAPass(t *testing.T) {
+	f := newFixture(t)
+	if _, _, err := scheduler.Withdraw(context.Background(), f.st, f.stuck.Run, "easy", scheduler.Actor{Who: "test"}, "bad output",
+		time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	stuck := class(t, r, "stuck")
+	if stuck.Pass != 0 || stuck.Withdrawn != 1 || stuck.Verified != 3 || stuck.Halted != 1 {
+		t.Errorf("stuck with easy withdrawn: %+v", stuck)
+	}
+	if r.Total.Pass != 1 || r.Total.Withdrawn != 1 || len(r.Runs.Unverified) != 0 {
+		t.Errorf("total: PASS %d, withdrawn %d; runs unverified %+v; want 1, 1, none", r.Total.Pass, r.Total.Withdrawn, r.Runs.Unverified)
+	}
+}
+
+// Adversarial: receipts that are not a node's work, set in a record as
+// its earlier attempts or its receipt, count in nothing. The converge
+// run's PASS (package guess) as an earlier attempt of the stuck run's
+// fix (package guess too) is another run's: counted with that run only.
+// Under peek (package peek), as an earlier attempt or as its receipt, it
+// is not the node's work at all, nor as fix's receipt, which the record
+// does not mark a memo hit: the run is named, and its record counts for
+// nothing (its PASS among them).
+func TestComputeReceiptsOfOtherWork(t *testing.T) {
+	conv := func(f *fixture) cid.Cid { return receiptOf(t, f.converge, "fix") }
+
+	f := newFixture(t)
+	editNode(t, f.st, f.stuck.Run, "fix", func(n map[string]any) { n["earlier"] = []any{conv(f)} })
+	r := compute(t, f.st, metrics.Options{Trusted: trusted})
+	if stuck := class(t, r, "stuck"); stuck.Receipts != 3 || stuck.Pass != 1 || len(r.Runs.Unverified) != 0 || r.Total.Pass != 2 {
+		t.Errorf("another run's receipt as fix's earlier attempt: stuck %+v, runs unverified %+v, total PASS %d", stuck, r.Runs.Unverified, r.Total.Pass)
+	}
+
+	for _, c := range []struct {
+		node string
+		edit func(*fixture, map[string]any)
+	}{
+		{"peek", func(f *fixture, n map[string]any) { n["earlier"] = []any{conv(f)} }},
+		{"peek", func(f *fixture, n map[string]any) { n["receipt"] = conv(f); delete(n, "acceptance") }},
+		{"fix", func(f *fixture, n map[string]any) { n["receipt"] = conv(f); delete(n, "acceptance") }},
+	} {
+		f := newFixture(t)
+		editNode(t, f.st, f.stuck.Run, c.node, func(n map[string]any) { c.edit(f, n) })
+		r := compute(t, f.st, metrics.Options{Trusted: trusted})
+		stuck := class(t, r, "stuck")
+		if stuck.Pass != 0 || r.Total.Pass != 1 || class(t, r, "converge").Pass != 1 {
+			t.Errorf("converge's receipt under %s: stuck %+v; total PASS %d", c.node, stuck, r.Total.Pass)
+		}
+		if stuck.Halted != 0 || stuck.RunsUnverified != 1 {
+			t.Errorf("the run holding it counted by its status: %+v", stuck)
+		}
+		if len(r.Runs.Unverified) != 1 || r.Runs.Unverified[0].Run != f.stuck.Run || !strings.Contains(r.Runs.Unverified[0].Detail, "not its work") {
+			t.Errorf("runs unverified: %+v", r.Runs.Unverified)
+		}
+	}
+}
+
+// elsewhere runs the node's package on its input, under another run id.
+type elsewhere struct{ inner scheduler.Engine }
+
+func (e elsewhere) Invoke(ctx context.Context, inv scheduler.Invocation) (scheduler.Outcome, error) {
+	inv.Run = "run-elsewhere"
+	return e.inner.Invoke(ctx, inv)
+}
+
+// A receipt the scheduler rejected as no work of the node (here of
+// another run id) stays in the record, with the acceptance that rejects
+// it: it is counted in no run, and the halted run is sound.
+func TestComputeRejectedReceiptOfOtherWork(t *testing.T) {
+	st := memstore.New()
+	plan, err := scheduler.Load("testdata/workorders/stuck.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string][]json.RawMessage{"fix": {json.RawMessage(`{"guess": "green"}`)}}
+	local := &scheduler.Local{Key: key, Adapter: haygent.NewScript(answers),
+		Package: func(inv scheduler.Invocation) (*haygent.Package, error) { return plan.Packages[inv.Node], nil }}
+	s := scheduler.New(scheduler.Options{Store: scheduler.Shared{Store: st}, Key: key, NoCache: true, Engine: elsewhere{local}})
+	ctx := context.Background()
+	id, err := s.Start(ctx, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Execute(ctx, plan, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	easy := rec.Nodes[0]
+	if easy.Name != "easy" || easy.State != "failed" || easy.Receipt == nil || easy.Acceptance == nil || !strings.Contains(easy.Reason, "is of run") {
+		t.Fatalf("easy: %+v: want failed, its receipt rejected", easy)
+	}
+	r := compute(t, st, metrics.Options{Trusted: trusted})
+	stuck := class(t, r, "stuck")
+	if stuck.Halted != 1 || stuck.RunsUnverified != 0 || len(r.Runs.Unverified) != 0 {
+		t.Errorf("a run that rejected a receipt: %+v, runs unverified %+v", stuck, r.Runs.Unverified)
+	}
+	if stuck.Pass != 0 || stuck.PassNotHeld != 0 || r.Total.Receipts != 0 {
+		t.Errorf("the rejected receipts counted: %+v", r.Total)
 	}
 }

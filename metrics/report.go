@@ -34,9 +34,11 @@ type RunCounts struct {
 	// read: none of their receipts is counted.
 	Unreadable []RunProblem `json:"unreadable"`
 	// Unverified names the counted runs whose own checks (the record's
-	// outcome, its events) failed: their receipts count by their own
-	// checks, but none of their events (regressions) or re-measurements
-	// does; and the regressed events not counted because they name a
+	// outcome, its events) failed, or that hold a receipt that is not its
+	// node's work (not counted): their receipts count by their own
+	// checks, but none of their events (regressions, withdrawals) or
+	// re-measurements does, and no PASS they hold is one they stand
+	// behind; and the regressed events not counted because they name a
 	// receipt the run does not hold.
 	Unverified []RunProblem `json:"unverified"`
 }
@@ -62,12 +64,17 @@ type HaygentGroup struct {
 // distinct receipts they hold.
 type ClassGroup struct {
 	Class string `json:"class"`
-	// Runs counts the class's runs by their recorded status.
-	Runs      int `json:"runs"`
-	Done      int `json:"runs_done"`
-	Halted    int `json:"runs_halted"`
-	Cancelled int `json:"runs_cancelled"`
-	Running   int `json:"runs_running"`
+	// Runs counts the class's runs; Done, Halted, Cancelled and Running
+	// those whose recorded status the verifier establishes: done only
+	// when every check of the run holds (hg verify), any other status
+	// when the run's own checks hold and each receipt it holds is its
+	// node's work. RunsUnverified counts the others, under no status.
+	Runs           int `json:"runs"`
+	Done           int `json:"runs_done"`
+	Halted         int `json:"runs_halted"`
+	Cancelled      int `json:"runs_cancelled"`
+	Running        int `json:"runs_running"`
+	RunsUnverified int `json:"runs_unverified"`
 	// RunToVerified is, over the done runs whose every check holds, the
 	// time from the run's start to the last acceptance of its done nodes
 	// (both the scheduler's clock; a node taken from the memo cache was
@@ -86,10 +93,19 @@ type Metrics struct {
 	// they fail.
 	UnverifiedBy map[string]int `json:"unverified_by"`
 
-	// Pass counts the verified PASS receipts that no re-measurement
-	// regressed; Halt the verified HALT receipts.
+	// Pass counts the verified PASS receipts a run stands behind: the
+	// receipt of a done node in a run whose every check holds, that no
+	// re-measurement regressed and no one withdrew. Halt counts the
+	// verified HALT receipts.
 	Pass int `json:"pass"`
 	Halt int `json:"halt"`
+	// Withdrawn counts the verified PASS receipts of nodes a person
+	// withdrew (hg withdraw); PassNotHeld the other verified PASS
+	// receipts, not regressed, that no run stands behind: of nodes
+	// failed, blocked or rewritten, earlier attempts, or held only by
+	// runs whose checks do not hold.
+	Withdrawn   int `json:"withdrawn"`
+	PassNotHeld int `json:"pass_not_held"`
 
 	// FalsePass counts the PASS receipts hg recheck regressed on a check
 	// of the receipt or its place in the run: work accepted that did not

@@ -27,6 +27,7 @@ const (
 	CheckAcceptance = "acceptance"
 	CheckPlace      = "place in the run"
 	CheckEvents     = "events"
+	CheckEarlier    = "earlier attempts"
 )
 
 // VerifyOptions tune [VerifyRun]. A nil *VerifyOptions means none.
@@ -115,6 +116,10 @@ func (v *RunVerification) Transitions() int {
 //     receipt of the upstream node it names records, rebuilt here from
 //     the stored trees; the empty tree for a node given none. A receipt
 //     the run made itself (not a memo hit) names this run and node.
+//   - per node with earlier attempts, "earlier attempts": each is a
+//     receipt that ran the node's package (one of another run is a memo
+//     hit a regression or a retry took back; only its package ties it to
+//     the node).
 //
 // Nodes are verified on every core; each receipt is verified once however
 // many receipts name it. err is only for the store or ctx.
@@ -343,6 +348,13 @@ func verifyNode(ctx context.Context, st cas.Store, cv *verify.ChainVerifier, per
 		}
 		out.Checks = append(out.Checks, c)
 	}
+	if len(n.Earlier) > 0 {
+		c, err := earlierCheck(ctx, st, packages[n.Name], n)
+		if err != nil {
+			return err
+		}
+		out.Checks = append(out.Checks, c)
+	}
 	if n.Receipt == nil {
 		if n.State == dag.Done {
 			out.Checks = append(out.Checks, verify.Check{Name: CheckAcceptance, Detail: "the node is done but records no receipt"})
@@ -396,6 +408,27 @@ func acceptanceCheck(ctx context.Context, st cas.Store, n NodeRecord, rv *verify
 		c.OK, c.Detail = true, fmt.Sprintf("%s %s by %s", acc.Verdict, n.Acceptance.Cid, acc.Verifier)
 	}
 	return c
+}
+
+// earlierCheck checks that each earlier attempt of node n is a receipt
+// of the node's package pkg. err is only for ctx.
+func earlierCheck(ctx context.Context, st cas.Store, pkg cid.Cid, n NodeRecord) (verify.Check, error) {
+	c := verify.Check{Name: CheckEarlier}
+	for _, e := range n.Earlier {
+		r, err := ledger.LoadReceipt(ctx, st, e.Cid)
+		switch {
+		case ctx.Err() != nil:
+			return c, ctx.Err()
+		case err != nil:
+			c.Detail = fmt.Sprintf("earlier attempt %s: %v", e.Cid, err)
+			return c, nil
+		case r.Package.Cid != pkg:
+			c.Detail = fmt.Sprintf("earlier attempt %s ran package %s, the work order names %s", e.Cid, r.Package.Cid, pkg)
+			return c, nil
+		}
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("%s, each of package %s", plural(len(n.Earlier), "earlier attempt"), pkg)
+	return c, nil
 }
 
 // placeCheck checks that a done node's receipt is the node's work in this

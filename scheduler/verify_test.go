@@ -101,6 +101,28 @@ func TestVerifyRun(t *testing.T) {
 			t.Fatalf("first failure %s %+v, want right's place in the run", node, first)
 		}
 	})
+	t.Run("an earlier attempt of another package", func(t *testing.T) {
+		st := memstore.New()
+		_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})
+		var probe, steady *scheduler.NodeRecord
+		for i := range rec.Nodes {
+			switch rec.Nodes[i].Name {
+			case "probe":
+				probe = &rec.Nodes[i]
+			case "steady":
+				steady = &rec.Nodes[i]
+			}
+		}
+		// steady (package echo) is given the HALT of probe (package
+		// fail) as an earlier attempt; then an acceptance, no receipt.
+		for _, forged := range []cas.Link{*probe.Receipt, *steady.Acceptance} {
+			steady.Earlier = []cas.Link{forged}
+			v := verifyRun(t, st, storeRecord(t, st, rec), runTrusted)
+			if node, first := v.FirstFailure(); node != "steady" || first == nil || first.Name != scheduler.CheckEarlier {
+				t.Fatalf("earlier attempt %s: first failure %s %+v, want steady's earlier attempts", forged.Cid, node, first)
+			}
+		}
+	})
 	t.Run("done claimed for a halted run", func(t *testing.T) {
 		st := memstore.New()
 		_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})

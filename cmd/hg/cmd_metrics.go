@@ -30,7 +30,13 @@ Haygent (name@version and package CID) and per Work Order class:
               and 'hg key trust'), as 'hg verify' checks them; a receipt
               that fails a check counts as unverified, by that check, and
               in nothing else: a broken receipt's PASS is never a PASS
-  pass, halt  the verified receipts' statuses
+  pass, halt  the verified receipts' statuses; a PASS counts only where
+              a run stands behind it: a done node's receipt, in a run
+              whose every check holds; one withdrawn ('hg withdraw') or
+              that no run stands behind is counted apart
+  runs        per class, by status where hg's checks establish it: done
+              only when 'hg verify' of the run holds; the others counted
+              under no status
   false pass  PASS receipts 'hg recheck' regressed (trust withdrawn and
               replays that diverged are counted apart), and their rate
               over the receipts a recorded recheck measured
@@ -153,6 +159,9 @@ func writeMetrics(w io.Writer, r *metrics.Report) error {
 	if t.ReplayAgreement != nil {
 		fmt.Fprintf(w, "  replay agreement %.4f: %d of %s replayed by hg recheck --replay agreed every time\n", *t.ReplayAgreement, t.ReplayAgreed, count(t.Replayed, "receipt"))
 	}
+	if t.Withdrawn > 0 || t.PassNotHeld > 0 {
+		fmt.Fprintf(w, "  verified PASS no run stands behind, not counted as PASS: %d withdrawn (hg withdraw), %d of nodes not done or of runs whose checks fail\n", t.Withdrawn, t.PassNotHeld)
+	}
 	if t.TrustWithdrawn > 0 || t.ReplayDiverged > 0 {
 		fmt.Fprintf(w, "  regressed apart from false PASS: %d on a withdrawn trust, %d on a replay that diverged\n", t.TrustWithdrawn, t.ReplayDiverged)
 	}
@@ -170,6 +179,11 @@ func writeMetrics(w io.Writer, r *metrics.Report) error {
 	}
 	if t.ClockSkew > 0 {
 		fmt.Fprintf(w, "  %s accepted before it started (two machines' clocks): left out of TO VERIFIED\n", count(t.ClockSkew, "receipt"))
+	}
+	for _, c := range r.Classes {
+		if c.RunsUnverified > 0 {
+			textsafe.Fprintf(w, "class %s: %s counted under no status: their checks do not hold\n", c.Class, count(c.RunsUnverified, "run"))
+		}
 	}
 	for _, p := range r.Runs.Unreadable {
 		textsafe.Fprintf(w, "unreadable run %s: %s: %s\n", p.Run, p.Check, p.Detail)

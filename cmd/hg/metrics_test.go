@@ -35,7 +35,7 @@ func TestWriteMetricsEscapesLedgerText(t *testing.T) {
 			Unverified: []metrics.RunProblem{{Run: hostile, Check: hostile, Detail: hostile}}},
 		Total:       huge,
 		Haygents:    []metrics.HaygentGroup{{Haygent: hostile, Package: hostile, Metrics: huge}},
-		Classes:     []metrics.ClassGroup{{Class: hostile, Runs: math.MaxInt, Metrics: huge}},
+		Classes:     []metrics.ClassGroup{{Class: hostile, Runs: math.MaxInt, RunsUnverified: 1, Metrics: huge}},
 		NotMeasured: []metrics.NotMeasured{{Metric: hostile, Reason: hostile}},
 	}
 	var out bytes.Buffer

@@ -198,10 +198,12 @@ func TestRecheckReplayRegresses(t *testing.T) {
 	// hg metrics counts the recorded re-measurements: the six receipts
 	// measured (the first recheck), two replayed (right, which agreed, and
 	// seed, which diverged): a replay divergence, no false PASS, and seed
-	// no longer a PASS though it verifies.
+	// no longer a PASS though it verifies, nor the five blocked below it:
+	// no run stands behind them.
 	var m struct {
 		Total struct {
 			Pass            int      `json:"pass"`
+			PassNotHeld     int      `json:"pass_not_held"`
 			Verified        int      `json:"verified"`
 			FalsePass       int      `json:"false_pass"`
 			ReplayDiverged  int      `json:"replay_diverged"`
@@ -214,7 +216,7 @@ func TestRecheckReplayRegresses(t *testing.T) {
 	if err := json.Unmarshal([]byte(hg(0, "metrics", "--json")), &m); err != nil {
 		t.Fatal(err)
 	}
-	if tot := m.Total; tot.Verified != 6 || tot.Pass != 5 || tot.FalsePass != 0 || tot.ReplayDiverged != 1 || tot.Rechecked != 6 ||
+	if tot := m.Total; tot.Verified != 6 || tot.Pass != 0 || tot.PassNotHeld != 5 || tot.FalsePass != 0 || tot.ReplayDiverged != 1 || tot.Rechecked != 6 ||
 		tot.Replayed != 2 || tot.ReplayAgreed != 1 || tot.ReplayAgreement == nil || *tot.ReplayAgreement != 0.5 {
 		t.Errorf("metrics after the regression: %+v", tot)
 	}
