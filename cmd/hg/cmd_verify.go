@@ -92,7 +92,11 @@ reordering, nothing spliced in from another run), the signature is checked
 against the trusted keys, every gate is evaluated again from the stored
 evidence by this code, approvals are checked against their window at the
 time of use, and for a run every node's acceptance, inputs and upstream
-receipts are checked against the stored Work Order.
+receipts are checked against the stored Work Order. A run record named by
+its CID (or a pin) must also be its run's latest in the store, the one
+'hg verify RUN' verifies: an older record, which still says what the run
+was before a recheck or a withdrawal moved it, fails the check "latest
+record".
 
 With --bundle, the bundle is read into memory (every block hashed, nothing
 written anywhere) and verified alone: no store is needed, and with no
