@@ -21,6 +21,7 @@ import (
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/internal/tamper"
+	"github.com/haygent/hg/scheduler"
 	v1 "github.com/in-toto/attestation/go/v1"
 	"github.com/ipfs/go-cid"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -491,4 +492,229 @@ func cmdDSSEVerify(ts *testscript.TestScript, neg bool, args []string) {
 	case !neg && failed != nil:
 		ts.Fatalf("%v", failed)
 	}
+}
+
+// standing is a store where runs moved after their work was accepted:
+// run-reg, whose node build a recheck regressed (its signer taken out of
+// trust, then trusted again, so that its receipts verify once more);
+// run-wd, whose node check a person withdrew; and run-src, whose receipts
+// run-memo took from the memo and a recheck of run-memo regressed there,
+// while run-src still holds them done. It keeps each run's record and
+// receipts as they were before.
+type standing struct {
+	dir    string
+	hg     func(args ...string) (string, string, int)
+	oldPub string // the key that signed every run, trusted again
+	// The records before the moves, and the receipts of the nodes.
+	regBefore, wdBefore                  string
+	regBuild, regCheck, wdBuild, wdCheck string
+	srcBuild, srcCheck                   string
+}
+
+func newStanding(t *testing.T) *standing {
+	t.Helper()
+	dir, hg := ledgerStore(t)
+	s := &standing{dir: dir, hg: hg}
+	must := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := hg(args...)
+		if code != want {
+			t.Fatalf("hg %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out
+	}
+	wo := filepath.Join("..", "..", "fixtures", "workorders", "attest.json")
+	must(0, "run", "--run-id", "run-src", wo)
+	must(0, "run", "--run-id", "run-memo", wo)
+	must(0, "run", "--run-id", "run-reg", "--no-cache", wo)
+	must(0, "run", "--run-id", "run-wd", "--no-cache", wo)
+	var reg, wd map[string]string
+	s.regBefore, reg = runRecord(t, dir, "run-reg")
+	s.wdBefore, wd = runRecord(t, dir, "run-wd")
+	s.regBuild, s.regCheck, s.wdBuild, s.wdCheck = reg["build"], reg["check"], wd["build"], wd["check"]
+	_, src := runRecord(t, dir, "run-src")
+	s.srcBuild, s.srcCheck = src["build"], src["check"]
+	if _, memo := runRecord(t, dir, "run-memo"); memo["build"] != s.srcBuild || s.regBuild == s.srcBuild || s.wdBuild == s.srcBuild {
+		t.Fatalf("run-memo holds %s, run-src %s, run-reg %s: want run-memo alone to take run-src's from the memo", memo["build"], s.srcBuild, s.regBuild)
+	}
+
+	must(0, "withdraw", "run-wd", "check", "--why", "bad output")
+	s.oldPub = strings.TrimSpace(must(0, "key", "show"))
+	if err := os.Rename(keyPath(dir), filepath.Join(t.TempDir(), "old.key")); err != nil {
+		t.Fatal(err)
+	}
+	must(0, "key", "gen")
+	must(0, "key", "trust", s.oldPub)
+	must(0, "key", "untrust", s.oldPub)
+	must(4, "recheck", "run-reg")
+	must(4, "recheck", "run-memo")
+	must(0, "key", "trust", s.oldPub)
+	return s
+}
+
+// runRecord returns the CID of run's latest record and each node's
+// receipt.
+func runRecord(t *testing.T, dir, run string) (string, map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec, c, err := scheduler.LoadRecord(ctx, st, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipts := map[string]string{}
+	for _, n := range rec.Nodes {
+		if n.Receipt != nil {
+			receipts[n.Name] = n.Receipt.Cid.String()
+		}
+	}
+	return c.String(), receipts
+}
+
+// forgeRecordAs stores a copy of the run record rec under the run id
+// as, every node marked a memo hit (so that no receipt need name the run),
+// and sets no ref: a record of a run this store never had. It returns
+// the copy's CID.
+func forgeRecordAs(t *testing.T, dir, rec, as string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := cas.ParseCID(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(c cid.Cid) map[string]any {
+		data, err := st.Get(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(map[string]any)
+	}
+	put := func(n map[string]any) cid.Cid {
+		enc, err := cas.EncodeNode(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := cas.NewBlock(cas.DagCBOR, enc)
+		if err := st.Put(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		return b.CID()
+	}
+	root := decode(c)
+	root["run"] = as
+	pages := root["pages"].([]any)
+	for i, p := range pages {
+		page := decode(p.(cid.Cid))
+		for _, n := range page["nodes"].([]any) {
+			n.(map[string]any)["memo"] = true
+		}
+		pages[i] = put(page)
+	}
+	return put(root).String()
+}
+
+// TestAttestOnlyWhatTheRunStillHolds: hg attest signs a PASS only for
+// work its run still stands on. A receipt a recheck regressed, the
+// receipt of a node blocked below it, and a receipt a person withdrew are
+// refused (exit 1), though each verifies alone; so is a record that is
+// no longer its run's latest, which still says the nodes were done, and a
+// record of a run this store does not have. What the runs still hold is
+// attested. A receipt whose run is not in the store (imported from a
+// bundle) is attested only when asked with --without-run.
+func TestAttestOnlyWhatTheRunStillHolds(t *testing.T) {
+	s := newStanding(t)
+	forged := forgeRecordAs(t, s.dir, s.regBefore, "run-20991231-235959-eeeeeeeeeeee")
+	if out, errOut, code := s.hg("verify", forged); code != 0 {
+		t.Fatalf("the forged record does not verify (exit %d): the premise fails\n%s%s", code, out, errOut)
+	}
+	for _, arg := range []string{s.regBuild, s.regCheck, s.wdCheck} {
+		if out, errOut, code := s.hg("verify", arg); code != 0 {
+			t.Fatalf("verify %s: exit %d: the premise fails\n%s%s", arg, code, out, errOut)
+		}
+	}
+	for _, c := range []struct{ what, arg, stderr string }{
+		{"the regressed receipt", s.regBuild, "attest refused: the receipt " + s.regBuild + ", which regressed in run run-reg at "},
+		{"a receipt blocked below it", s.regCheck, "node check of run run-reg is blocked"},
+		{"the withdrawn receipt", s.wdCheck, "receipt " + s.wdCheck + " of node check of run run-wd was withdrawn at "},
+		{"the record before the recheck", s.regBefore, "record " + s.regBefore + " is not the latest record of run run-reg"},
+		{"the record before the withdrawal", s.wdBefore, "record " + s.wdBefore + " is not the latest record of run run-wd"},
+		{"a record of no run of this store", forged, "run run-20991231-235959-eeeeeeeeeeee is not a run of this store"},
+		{"the withdrawn node", "run-wd/check", "node check of run run-wd is deleted, not accepted"},
+		{"a receipt regressed in a run that took it from the memo", s.srcBuild, "the receipt " + s.srcBuild + ", which regressed in run run-memo at "},
+		{"a receipt built from it", s.srcCheck, "receipt " + s.srcCheck + " is built from the receipt " + s.srcBuild + ", which regressed in run run-memo"},
+		{"the run that still holds it", "run-src", "node build of run run-src is done with receipt " + s.srcBuild + ", which regressed in run run-memo"},
+		{"its node", "run-src/check", "which regressed in run run-memo"},
+	} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		_, errOut, code := s.hg("attest", c.arg, "-o", path)
+		_, statErr := os.Stat(path)
+		if code != 1 || !errors.Is(statErr, os.ErrNotExist) || !strings.Contains(errOut, c.stderr) || !strings.HasPrefix(errOut, "hg: error: ") {
+			t.Errorf("attest %s (%s): exit %d, want 1, file written %v, stderr %s", c.arg, c.what, code, statErr == nil, errOut)
+		}
+	}
+	// What the runs still hold is attested, by run and by receipt.
+	data, _ := attestFile(t, s.hg, "run-wd", 0)
+	if envs := envelopesOf(t, data); len(envs) != 1 {
+		t.Errorf("run-wd: %d envelopes, want 1 (build)", len(envs))
+	}
+	attestFile(t, s.hg, s.wdBuild, 0)
+	latest, _ := runRecord(t, s.dir, "run-wd")
+	attestFile(t, s.hg, latest, 0)
+	attestFile(t, s.hg, "run-wd/build", 0)
+}
+
+// TestAttestReceiptOfNoRunHere: a receipt of a run this store does not
+// have (imported from a bundle) verifies, but whether its run still holds
+// it cannot be known here: hg attest refuses it (exit 1) unless asked
+// with --without-run, and then attests it on its own verification. A
+// receipt that belongs to no run at all is attested as it is.
+func TestAttestReceiptOfNoRunHere(t *testing.T) {
+	dir, hg := ledgerStore(t)
+	wo := filepath.Join("..", "..", "fixtures", "workorders", "attest.json")
+	if out, errOut, code := hg("run", "--run-id", "run-there", wo); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	_, receipts := runRecord(t, dir, "run-there")
+	car := filepath.Join(t.TempDir(), "build.car")
+	if out, errOut, code := hg("bundle", "export", receipts["build"], "-o", car); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	pub, _, _ := hg("key", "show")
+	other := filepath.Join(t.TempDir(), ".haygent")
+	hg2 := func(args ...string) (string, string, int) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"--store", other}, args...), strings.NewReader(""), &stdout, &stderr)
+		return stdout.String(), stderr.String(), code
+	}
+	for _, args := range [][]string{{"init"}, {"key", "gen"}, {"key", "trust", strings.TrimSpace(pub)}, {"bundle", "import", car}, {"verify", receipts["build"]}} {
+		if out, errOut, code := hg2(args...); code != 0 {
+			t.Fatalf("hg %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	got, errOut := attestFile(t, hg2, receipts["build"], 1)
+	if got != nil || !strings.Contains(errOut, "is of run run-there, which is not a run of this store") {
+		t.Errorf("a receipt of no run here: file %.100q, stderr %s", got, errOut)
+	}
+	if !strings.Contains(errOut, "hg: hint: ") || !strings.Contains(errOut, "--without-run") {
+		t.Errorf("no hint of --without-run: %s", errOut)
+	}
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	if out, errOut, code := hg2("attest", "--without-run", receipts["build"], "-o", path); code != 0 {
+		t.Fatalf("attest --without-run: exit %d\n%s%s", code, out, errOut)
+	}
+	// A receipt of no run (hg haygent run) needs no flag.
+	attestFile(t, hg, "rt", 0)
 }

@@ -21,11 +21,12 @@ import (
 
 func newAttestCmd(g *globals) *cobra.Command {
 	var (
-		out    string
-		asJSON bool
+		out        string
+		asJSON     bool
+		withoutRun bool
 	)
 	cmd := &cobra.Command{
-		Use:   "attest RUN|RUN/NODE|RECEIPT -o FILE.jsonl|-",
+		Use:   "attest RUN|RUN/NODE|RECEIPT -o FILE.jsonl|- [--without-run]",
 		Short: "write accepted receipts as in-toto attestations in DSSE envelopes (JSON Lines)",
 		Long: `Write each accepted receipt as an in-toto Statement v1 in a DSSE envelope
 signed with this store's runner key, one envelope per line (JSON Lines).
@@ -34,10 +35,18 @@ For a RUN (a run id or the CID of its record) the run is verified first as
 'hg verify RUN' does, against the keys this store trusts (its runner key and
 'hg key trust'); if any check fails nothing is written (exit 4). Then every
 node the scheduler accepted (state done) is attested, in node name order;
-RUN/NODE attests that node alone. For a RECEIPT (a CID or a pin), the receipt
-and its upstream receipts are verified as 'hg verify RECEIPT' does; a
-receipt that does not verify is refused (exit 4), one that verifies but is
-a HALT is refused too (exit 1): hg attests only what it verified to PASS.
+RUN/NODE attests that node alone. A record must be its run's latest in this
+store: an older one, or one of a run this store does not have, is refused
+(exit 1). For a RECEIPT (a CID or a pin), the receipt and its upstream
+receipts are verified as 'hg verify RECEIPT' does; a receipt that does not
+verify is refused (exit 4), one that verifies but is a HALT is refused too
+(exit 1): hg attests only what it verified to PASS. A receipt of a node of a
+run must be what the run stands on now: its node done with it in the run's
+latest record, and no withdrawal or rewrite naming it (else exit 1). A
+receipt of a run this store does not have (from a bundle) is refused unless
+--without-run asks to attest it on its own verification. Nothing that a
+recheck regressed in any run of this store is attested, nor anything built
+on it (exit 1).
 
 Subjects: every file the run wrote, named by its path and the sha256 of its
 content (read from the store, every block hashed again, and checked against
@@ -62,11 +71,12 @@ The file is written whole or not at all; -o - writes to standard output.`,
 					return err
 				}
 			}
-			return runAttest(cmd.Context(), g, args[0], out, asJSON)
+			return runAttest(cmd.Context(), g, args[0], out, asJSON, withoutRun)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the envelopes to `FILE.jsonl` (- for standard output)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {file, key, envelopes: [{node, receipt, subjects}]} as JSON")
+	cmd.Flags().BoolVar(&withoutRun, "without-run", false, "attest a RECEIPT of a run this store does not have on the receipt's own verification")
 	return cmd
 }
 
@@ -77,7 +87,7 @@ type attested struct {
 	Subjects []string `json:"subjects"`
 }
 
-func runAttest(ctx context.Context, g *globals, arg, out string, asJSON bool) error {
+func runAttest(ctx context.Context, g *globals, arg, out string, asJSON, withoutRun bool) error {
 	dir, err := locateStore(g.store)
 	if err != nil {
 		return err
@@ -101,7 +111,7 @@ func runAttest(ctx context.Context, g *globals, arg, out string, asJSON bool) er
 	)
 	err = g.withStore(true, func(st cas.Store) error {
 		update, finish := g.ui.countProgress("verify", 1000)
-		targets, err := attestTargets(ctx, st, arg, trusted, &scheduler.VerifyOptions{Progress: update})
+		targets, err := attestTargets(ctx, st, arg, trusted, withoutRun, &scheduler.VerifyOptions{Progress: update})
 		finish()
 		if err != nil {
 			return err
@@ -165,9 +175,10 @@ func attestError(err error) error {
 
 // attestTargets verifies what arg names against trusted and returns the
 // receipts to attest: a run's accepted nodes (one node's, for RUN/NODE),
-// or a receipt. A failed check is an integrity error naming it. opts
-// go to a run's verification.
-func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25519.PublicKey, opts *scheduler.VerifyOptions) ([]attest.Target, error) {
+// or a receipt its run still stands on (withoutRun: or whose run st does
+// not have). A failed check is an integrity error naming it. opts go to
+// a run's verification.
+func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25519.PublicKey, withoutRun bool, opts *scheduler.VerifyOptions) ([]attest.Target, error) {
 	var (
 		c    cid.Cid
 		node string
@@ -205,7 +216,17 @@ func attestTargets(ctx context.Context, st cas.Store, arg string, trusted []ed25
 	if len(vs) == 0 {
 		return nil, attestVerifyError("receipt "+c.String(), "verification", "no checks")
 	}
-	return []attest.Target{{Verification: vs[len(vs)-1], Trusted: trusted}}, nil
+	v := vs[len(vs)-1]
+	if v.Status == ledger.StatusPass { // a HALT is refused as such by attest.Build
+		chain := make([]cid.Cid, len(vs))
+		for i, u := range vs {
+			chain[i] = u.Receipt
+		}
+		if err := receiptStanding(ctx, st, c, v.Run, chain, withoutRun); err != nil {
+			return nil, err
+		}
+	}
+	return []attest.Target{{Verification: v, Trusted: trusted}}, nil
 }
 
 // runTargets verifies the run record c and returns its accepted nodes,
@@ -228,6 +249,9 @@ func runTargets(ctx context.Context, st cas.Store, c cid.Cid, node string, trust
 	}
 	rec, err := scheduler.LoadRecordAt(ctx, st, c)
 	if err != nil {
+		return nil, err
+	}
+	if err := recordStanding(ctx, st, c, rec); err != nil {
 		return nil, err
 	}
 	var out []attest.Target

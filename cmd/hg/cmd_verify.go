@@ -92,7 +92,11 @@ reordering, nothing spliced in from another run), the signature is checked
 against the trusted keys, every gate is evaluated again from the stored
 evidence by this code, approvals are checked against their window at the
 time of use, and for a run every node's acceptance, inputs and upstream
-receipts are checked against the stored Work Order.
+receipts are checked against the stored Work Order. A run record named by
+its CID (or a pin) must also be its run's latest in the store, the one
+'hg verify RUN' verifies: an older record, which still says what the run
+was before a recheck or a withdrawal moved it, fails the check "latest
+record".
 
 With --bundle, the bundle is read into memory (every block hashed, nothing
 written anywhere) and verified alone: no store is needed, and with no
@@ -142,7 +146,7 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 					}
 					roots = []cid.Cid{c}
 				}
-				return verifyTargets(ctx, g, st, roots, trusted, w, asJSON)
+				return verifyTargets(ctx, g, st, roots, trusted, w, asJSON, false)
 			}
 			dir, err := locateStore(g.store)
 			if err != nil {
@@ -158,7 +162,9 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 				if err != nil {
 					return err
 				}
-				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON)
+				// A record named by its CID is checked against its
+				// run's latest; a run id names the latest.
+				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON, !isRunID(args[0]))
 			})
 		},
 	}
@@ -196,8 +202,9 @@ func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, erro
 
 // verifyTargets verifies each target (a receipt or a run record), prints
 // the tables, and fails with an integrity error naming the first broken
-// check.
-func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.Cid, trusted []ed25519.PublicKey, w *verifyWriter, asJSON bool) error {
+// check. With latest, a run record must also be its run's latest in st
+// (the check "latest record").
+func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.Cid, trusted []ed25519.PublicKey, w *verifyWriter, asJSON, latest bool) error {
 	start := time.Now()
 	var report verifyReport
 	for _, c := range targets {
@@ -212,6 +219,13 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 			finish()
 			if err != nil {
 				return err
+			}
+			if latest && v.Run != "" {
+				chk, err := latestRecord(ctx, st, v.Run, c)
+				if err != nil {
+					return err
+				}
+				v.Checks = append(v.Checks, chk)
 			}
 			report.addRun(v)
 		default: // a receipt
