@@ -100,6 +100,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newWithdrawCmd(g),
 		newSupersedeCmd(g),
 		newWorkerCmd(g),
+		newServeCmd(g),
 	)
 	return root
 }

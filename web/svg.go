@@ -1,0 +1,118 @@
+package web
+
+import (
+	"slices"
+
+	"github.com/haygent/hg/dag"
+)
+
+// svgGraph is a run's DAG laid out for SVG: a column per wave (dag's
+// topological levels), nodes in name order within it. Up to boxesUpTo
+// nodes are drawn as named boxes with their edges; a larger run is drawn
+// compact, a small square per node (its name and state in its title),
+// each wave wrapped into columns of cellsPerColumn, without edges. Either
+// way every node is drawn once, and the layout is linear in nodes and
+// edges.
+type svgGraph struct {
+	W, H    int
+	Compact bool
+	Nodes   []svgNode
+	Edges   []svgEdge
+}
+
+type svgNode struct {
+	Name, State, Href string
+	X, Y              int
+	TX, TY            int // the label's place
+	Label             string
+}
+
+type svgEdge struct{ X1, Y1, X2, Y2 int }
+
+const (
+	boxesUpTo      = 400
+	boxW, boxH     = 150, 30
+	colGap, rowGap = 50, 12
+	margin         = 10
+	maxLabel       = 20 // characters of a name shown in a box; the title has it whole
+	cell, cellGap  = 10, 2
+	cellsPerColumn = 100
+)
+
+// layout places the nodes of wo with their states; href gives each
+// node's address. Nodes on no wave (a cycle, which a valid Work Order
+// cannot hold) go in a last column, so none is left out.
+func layout(wo *dag.WorkOrder, states map[string]string, href func(string) string) svgGraph {
+	waves := wo.Waves()
+	placed := 0
+	for _, w := range waves {
+		placed += len(w)
+	}
+	if placed < len(wo.Nodes) {
+		in := make(map[string]bool, placed)
+		for _, w := range waves {
+			for _, n := range w {
+				in[n] = true
+			}
+		}
+		var rest []string
+		for _, n := range wo.Order {
+			if !in[n] {
+				rest = append(rest, n)
+			}
+		}
+		slices.Sort(rest)
+		waves = append(waves, rest)
+	}
+	state := func(n string) string {
+		if s, ok := states[n]; ok {
+			return s
+		}
+		return "unknown"
+	}
+	g := svgGraph{Compact: len(wo.Nodes) > boxesUpTo}
+	g.Nodes = make([]svgNode, 0, len(wo.Nodes))
+	if g.Compact {
+		x := margin
+		for _, w := range waves {
+			for i, n := range w {
+				col, row := i/cellsPerColumn, i%cellsPerColumn
+				g.Nodes = append(g.Nodes, svgNode{Name: n, State: state(n), Href: href(n),
+					X: x + col*(cell+cellGap), Y: margin + row*(cell+cellGap)})
+				g.H = max(g.H, margin+(row+1)*(cell+cellGap))
+			}
+			cols := (len(w) + cellsPerColumn - 1) / cellsPerColumn
+			x += cols*(cell+cellGap) + 3*cellGap
+		}
+		g.W, g.H = x+margin, g.H+margin
+		return g
+	}
+	pos := make(map[string][2]int, len(wo.Nodes))
+	for c, w := range waves {
+		for i, n := range w {
+			x, y := margin+c*(boxW+colGap), margin+i*(boxH+rowGap)
+			pos[n] = [2]int{x, y}
+			label := n
+			if r := []rune(label); len(r) > maxLabel {
+				label = string(r[:maxLabel-1]) + "…"
+			}
+			g.Nodes = append(g.Nodes, svgNode{Name: n, State: state(n), Href: href(n), X: x, Y: y, TX: x + 8, TY: y + boxH/2 + 5, Label: label})
+			g.H = max(g.H, y+boxH+margin)
+		}
+		g.W = margin + (c+1)*(boxW+colGap) - colGap + margin
+	}
+	for _, name := range wo.Order {
+		to, ok := pos[name]
+		if !ok {
+			continue
+		}
+		for _, need := range wo.Nodes[name].Needs {
+			from, ok := pos[need]
+			if !ok {
+				continue
+			}
+			g.Edges = append(g.Edges, svgEdge{X1: from[0] + boxW, Y1: from[1] + boxH/2, X2: to[0], Y2: to[1] + boxH/2})
+		}
+	}
+	return g
+}
