@@ -93,15 +93,7 @@ func serve(ctx context.Context, g *globals, addr, token string) error {
 	}
 	defer ln.Close()
 	bound := ln.Addr().(*net.TCPAddr)
-	cfg := web.Config{
-		Open: func(ctx context.Context) (cas.Store, error) {
-			return boltstore.Open(dir, &boltstore.Options{ReadOnly: true, Timeout: serveOpenTimeout, Command: "hg serve"})
-		},
-		Trusted:   func() ([]ed25519.PublicKey, error) { return storeTrust(dir) },
-		Executing: func(run string) bool { return runActive(dir, run) },
-		Token:     token,
-		ErrorLog:  log.New(g.ui.stderr, "hg: serve: ", 0),
-	}
+	cfg := serveConfig(dir, token, log.New(g.ui.stderr, "hg: serve: ", 0))
 	if loopback {
 		cfg.Hosts = loopbackHosts(host, bound.Port)
 	}
@@ -140,6 +132,21 @@ func serve(ctx context.Context, g *globals, addr, token string) error {
 	}
 	hs.Close() // live views still open
 	return nil
+}
+
+// serveConfig is what hg serve serves of the store in dir: the store
+// opened read-only for each page, the keys it trusts read again for each
+// page, and runs' locks asked whether a process executes them.
+func serveConfig(dir, token string, errLog *log.Logger) web.Config {
+	return web.Config{
+		Open: func(ctx context.Context) (cas.Store, error) {
+			return boltstore.Open(dir, &boltstore.Options{ReadOnly: true, Timeout: serveOpenTimeout, Command: "hg serve"})
+		},
+		Trusted:   func() ([]ed25519.PublicKey, error) { return storeTrust(dir) },
+		Executing: func(run string) bool { return runActive(dir, run) },
+		Token:     token,
+		ErrorLog:  errLog,
+	}
 }
 
 // isLoopback reports whether host (of --addr) is a loopback address or
