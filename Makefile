@@ -15,9 +15,10 @@ build:
 
 # test: vet, the race-checked unit, conformance and CLI script tests, and a
 # short run of every fuzz target on top of its seed corpus. Confinement of
-# exec steps is required: its tests fail, not skip, where it cannot be had.
+# exec steps is required: its tests fail, not skip, where it cannot be had;
+# so is a Chromium for the browser tests of hg serve (.ci/run installs it).
 test: vet
-	HG_REQUIRE_CONFINEMENT=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	HG_REQUIRE_CONFINEMENT=1 HG_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
 test-short:

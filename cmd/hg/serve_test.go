@@ -174,8 +174,8 @@ func (f *serveFixture) handler(t *testing.T) http.Handler {
 	return s
 }
 
-// page gets target from h and returns the status and the body.
-func page(h http.Handler, target string) (int, string) {
+// getPage gets target from h and returns the status and the body.
+func getPage(h http.Handler, target string) (int, string) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
 	return w.Code, w.Body.String()
@@ -221,7 +221,7 @@ func TestServeReadOnly(t *testing.T) {
 			continue
 		}
 		seen[target] = true
-		code, body := page(h, strings.ReplaceAll(target, "&amp;", "&"))
+		code, body := getPage(h, strings.ReplaceAll(target, "&amp;", "&"))
 		if code != http.StatusOK {
 			t.Errorf("%s: %d\n%s", target, code, body)
 			continue
@@ -264,7 +264,7 @@ func TestServeVerdictNow(t *testing.T) {
 	verdictRE := regexp.MustCompile(`<p class="verdictline">verdict: <span [^>]*>([^<]*)</span> · status: <span id="receipt-status" class="status">([^<]*)</span>`)
 	verdict := func(target string) (string, string) {
 		t.Helper()
-		code, body := page(h, target)
+		code, body := getPage(h, target)
 		m := verdictRE.FindStringSubmatch(body)
 		if code != http.StatusOK || m == nil {
 			t.Fatalf("%s: %d, no verdict\n%s", target, code, body)
@@ -308,7 +308,7 @@ func TestServeVerdictNow(t *testing.T) {
 	if !strings.HasPrefix(v, "broken: block hashes: ") || !strings.Contains(v, middle.String()) || s == "PASS" {
 		t.Errorf("damaged: %s, %s", v, s)
 	}
-	if code, body := page(h, "/runs/run-ok"); code != 200 || !strings.Contains(body, "broken: block hashes") {
+	if code, body := getPage(h, "/runs/run-ok"); code != 200 || !strings.Contains(body, "broken: block hashes") {
 		t.Errorf("the run page does not mark middle broken: %d", code)
 	}
 }
@@ -318,7 +318,7 @@ func TestServeVerdictNow(t *testing.T) {
 func TestServePagesShowHostileTextAsText(t *testing.T) {
 	f := newServeFixture(t)
 	h := f.handler(t)
-	code, body := page(h, "/runs/run-tampered/nodes/seed")
+	code, body := getPage(h, "/runs/run-tampered/nodes/seed")
 	if code != 200 {
 		t.Fatalf("%d\n%s", code, body)
 	}
@@ -332,10 +332,17 @@ func TestServePagesShowHostileTextAsText(t *testing.T) {
 			t.Errorf("the node page lacks %q", want)
 		}
 	}
-	if strings.Contains(body, `<span id="receipt-status" class="status">PASS<`) {
-		t.Error("the tampered receipt reads PASS")
+	// PASS appears nowhere as the receipt's or a gate's verdict: the
+	// receipt does not verify.
+	for _, pass := range []string{`<span id="receipt-status" class="status">PASS<`, `class="gverdict">PASS<`} {
+		if strings.Contains(body, pass) {
+			t.Errorf("the tampered receipt's page holds %s", pass)
+		}
 	}
-	code, body = page(h, "/trees/"+f.tree.String()+"/")
+	if !strings.Contains(body, `recorded as passing, not established`) {
+		t.Error("the tampered receipt's gate is not marked as not established")
+	}
+	code, body = getPage(h, "/trees/"+f.tree.String()+"/")
 	if code != 200 || strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;.txt") {
 		t.Errorf("tree: %d\n%s", code, body)
 	}
