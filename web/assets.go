@@ -28,6 +28,7 @@ func parsePages() (*template.Template, error) {
 	return template.New("pages").Funcs(template.FuncMap{
 		"stateClass": stateClass,
 		"short":      shortCID,
+		"svg":        svgHTML,
 	}).ParseFS(assets, "assets/*.html")
 }
 

@@ -198,7 +198,7 @@ func TestLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := layout(wo, map[string]string{"n0": "done"}, func(s string) string { return "/x/" + s })
+		g := layout(wo, wo.Waves(), map[string]string{"n0": "done"}, func(s string) string { return "/x/" + s })
 		if len(g.Nodes) != n {
 			t.Fatalf("%d nodes: %d drawn", n, len(g.Nodes))
 		}

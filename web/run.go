@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/haygent/hg/cas"
@@ -49,7 +50,18 @@ type runData struct {
 	Counts                               []stateCount
 	Verified                             bool // the receipts' verdicts are in the table
 	LiveURL                              string
+	// The table shows one page of nodes; the DAG shows them all.
+	NodeCount, Pages, First, Last int
+	PageLinks                     []pageLink
 }
+
+type pageLink struct {
+	N       int
+	Current bool
+}
+
+// tableRows is how many nodes one page of a run's node table lists.
+const tableRows = 500
 
 type stateCount struct {
 	State string
@@ -73,10 +85,11 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 	if err != nil {
 		return err
 	}
-	_, wo, err := scheduler.LoadWorkOrder(ctx, st, rec)
+	shape, err := s.shapes.shape(ctx, st, rec)
 	if err != nil {
 		return err
 	}
+	wo := shape.wo
 	d := runData{pageData: pageData{Title: "run " + rec.Run}, Run: run, Name: rec.Name, Objective: rec.Objective,
 		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated, Class: rec.Class,
 		Record: root.String(), WorkOrder: rec.WorkOrder.Cid.String(), Require: wo.Require, Mandatory: wo.Mandatory, Trusted: rec.Trusted}
@@ -114,7 +127,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 		d.Counts = append(d.Counts, stateCount{st, n})
 	}
 	slices.SortFunc(d.Counts, func(a, b stateCount) int { return strings.Compare(a.State, b.State) })
-	d.Graph = layout(wo, states, func(node string) string { return nodeHref(run, node) })
+	d.Graph = layout(wo, shape.waves, states, func(node string) string { return nodeHref(run, node) })
 	var vr *verifier
 	if len(rec.Nodes) <= verifyOnRunPage {
 		if vr, err = s.newVerifier(st); err != nil {
@@ -122,8 +135,21 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 		}
 		d.Verified = true
 	}
-	d.Nodes = make([]nodeRow, 0, len(rec.Nodes))
-	for _, n := range rec.Nodes {
+	d.NodeCount = len(rec.Nodes)
+	d.Pages = max(1, (len(rec.Nodes)+tableRows-1)/tableRows)
+	pg := 1
+	if q := r.URL.Query().Get("page"); q != "" {
+		if pg, err = strconv.Atoi(q); err != nil || pg < 1 || pg > d.Pages {
+			return badRequest("page %q: want 1 to %d", q, d.Pages)
+		}
+	}
+	for i := 1; i <= d.Pages; i++ {
+		d.PageLinks = append(d.PageLinks, pageLink{N: i, Current: i == pg})
+	}
+	shown := rec.Nodes[(pg-1)*tableRows : min(pg*tableRows, len(rec.Nodes))]
+	d.First, d.Last = (pg-1)*tableRows+1, (pg-1)*tableRows+len(shown)
+	d.Nodes = make([]nodeRow, 0, len(shown))
+	for _, n := range shown {
 		row := nodeRow{Name: n.Name, State: n.State, Reason: n.Reason, Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, Href: nodeHref(run, n.Name)}
 		if n.Receipt != nil {
 			row.Receipt = n.Receipt.Cid.String()

@@ -45,11 +45,12 @@ type Config struct {
 
 // Server serves the pages of one store.
 type Server struct {
-	cfg   Config
-	cache *verify.Cache // signatures and compiled gates: this server's own
-	pages *template.Template
-	live  chan struct{} // one token per live view allowed at a time
-	mux   *http.ServeMux
+	cfg    Config
+	cache  *verify.Cache // signatures and compiled gates: this server's own
+	shapes shapeCache    // Work Orders' shapes, by CID
+	pages  *template.Template
+	live   chan struct{} // one token per live view allowed at a time
+	mux    *http.ServeMux
 }
 
 // maxLive bounds the live views (event streams) served at once.
