@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -433,5 +435,38 @@ func TestServeCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--store", t.TempDir(), "serve"}, strings.NewReader(""), &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "hg: hint: run 'hg init'") {
 		t.Errorf("no store: %d %s", code, stderr.String())
+	}
+}
+
+// TestServeEventsOfAFinishedRun: the live stream of a run that is not
+// running gives every node's state once, as JSON, then its end; a run id
+// that is none is 404, not a stream.
+func TestServeEventsOfAFinishedRun(t *testing.T) {
+	f := newServeFixture(t)
+	h := f.handler(t)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/runs/run-halt/events", nil))
+	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	events := strings.Split(strings.TrimSpace(w.Body.String()), "\n\n")
+	if len(events) != 2 || !strings.HasPrefix(events[0], "event: state\ndata: ") || events[1] != `event: end`+"\n"+`data: {"status":"halted"}` {
+		t.Fatalf("events:\n%s", w.Body.String())
+	}
+	var st struct {
+		Status string            `json:"status"`
+		Nodes  map[string]string `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(events[0], "event: state\ndata: ")), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"probe": "failed", "after-probe": "blocked", "report-probe": "blocked", "steady": "done", "steady-next": "done"}
+	if st.Status != "halted" || !maps.Equal(st.Nodes, want) {
+		t.Errorf("state: %+v", st)
+	}
+	for _, target := range []string{"/runs/run-nope/events", "/runs/..%2f/events"} {
+		if code, _ := getPage(h, target); code != http.StatusNotFound {
+			t.Errorf("%s: %d", target, code)
+		}
 	}
 }
