@@ -35,6 +35,7 @@ const (
 	hostileStep      = `<script>document.title="pwned-step"</script>`
 	hostileObjective = `<img src=x onerror="document.title='pwned-objective'">`
 	hostileFile      = `<img src=x onerror=alert(1)>.txt`
+	hostileNotes     = `<script>document.title='pwned-notes'</script>`
 )
 
 // serveFixture is a store holding a done run (run-ok), a halted run
@@ -62,8 +63,13 @@ func newServeFixture(t *testing.T) *serveFixture {
 	if err := os.WriteFile(filepath.Join(ws, hostileFile), []byte("<script>alert(1)</script>"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	answers := filepath.Join(t.TempDir(), "answers.json")
+	if err := os.WriteFile(answers, []byte(`{"platform": "linux", "channel": "beta", "retention": 30, "notes": "`+hostileNotes+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"init"}, {"key", "gen"},
 		{"run", "--run-id", "run-ok", wo("pipeline.json")},
+		{"run", "--run-id", "run-release", "--answers", answers, wo("release.json")},
 		{"run", "--run-id", "run-halt", wo("halting-branch.json")},
 		{"run", "--no-cache", "--run-id", "run-tampered", wo("pipeline.json")},
 		{"put", "-r", ws}} {
@@ -238,7 +244,7 @@ func TestServeReadOnly(t *testing.T) {
 	if len(seen) < 40 {
 		t.Errorf("the crawl reached %d pages only", len(seen))
 	}
-	for _, want := range []string{"/runs/run-halt/nodes/probe", "/runs/run-tampered/nodes/seed", "/receipts/" + f.tampered.String()} {
+	for _, want := range []string{"/runs/run-halt/nodes/probe", "/runs/run-tampered/nodes/seed", "/receipts/" + f.tampered.String(), "/beliefs/release", "/runs/run-release"} {
 		if !seen[want] {
 			t.Errorf("the crawl never reached %s", want)
 		}
@@ -343,6 +349,12 @@ func TestServePagesShowHostileTextAsText(t *testing.T) {
 	}
 	if !strings.Contains(body, `recorded as passing, not established`) {
 		t.Error("the tampered receipt's gate is not marked as not established")
+	}
+	for _, target := range []string{"/runs/run-release", "/beliefs/release"} {
+		code, body := getPage(h, target)
+		if code != 200 || strings.Contains(body, hostileNotes) || !strings.Contains(body, `&lt;script&gt;document.title=&#39;pwned-notes&#39;&lt;/script&gt;`) {
+			t.Errorf("%s: %d, the decision's value not shown escaped\n%s", target, code, body)
+		}
 	}
 	code, body = getPage(h, "/trees/"+f.tree.String()+"/")
 	if code != 200 || strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;.txt") {
