@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -271,17 +272,20 @@ func TestServeLiveInBrowser(t *testing.T) {
 			cmd.Wait()
 		}
 	}()
-	// Wait for the run's first record.
+	// Wait for the run's first record, and for the run's lock, which hg
+	// run takes just after it wrote that record (before, the run reads
+	// as interrupted).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := http.Get(base + "/runs/run-live")
 		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), `id="live"`) {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the run's page never came: %v\n%s", err, out.String())
+			t.Fatalf("the run's page never came live: %v\n%s", err, out.String())
 		}
 	}
 	b.do("open the running run", chromedp.Navigate(base+"/runs/run-live"), chromedp.WaitVisible(chromedp.CSS("#live")))
