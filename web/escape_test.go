@@ -47,7 +47,7 @@ func TestPagesEscapeEveryField(t *testing.T) {
 			Slots:    []slotView{{Slot: h, Adapter: h, Model: h, Verdict: h, Errors: []string{h}, Response: h, ResponseCID: h}},
 			Gates:    []gateView{{Gate: h, Predicate: h, Verdict: h, Action: h, Reason: h, At: h}},
 			Denied:   []ledger.Denied{{Verb: h, Kind: h, Target: h, Rule: h}}}},
-		Artifacts: []artifactView{{Path: h, File: h, Digest: h}}, Limitations: []string{h}, Replay: h, Upstream: []string{h},
+		Artifacts: []artifactView{{Path: h, File: h, Digest: h}}, Limitations: []string{h}, Replay: h, Upstream: []receiptLink{{CID: h, Verdict: verdict}},
 		Logs: []logView{{Step: h, Argv: []string{h}, Streams: []streamView{{Name: h, CID: h, Text: h, Error: h}}}},
 	}
 	graph := svgGraph{W: 10, H: 10, Nodes: []svgNode{{Name: h, State: h, Href: h, Label: h}}}
@@ -63,7 +63,7 @@ func TestPagesEscapeEveryField(t *testing.T) {
 			Graph:     graph, Counts: []stateCount{{State: h, N: 1}}, Verified: true,
 			Nodes: []nodeRow{{Name: h, State: h, Reason: h, Receipt: h, Href: h, Verdict: &verdict}}},
 		"run-compact":        runData{Run: h, Graph: compact},
-		"node":               nodeData{pageData: pageData{Title: h}, Run: h, Node: h, State: h, Reason: h, BlockedBy: h, Earlier: []string{h}, Receipt: rv, RunHref: h},
+		"node":               nodeData{pageData: pageData{Title: h}, Run: h, Node: h, State: h, Reason: h, BlockedBy: &receiptLink{CID: h, Verdict: verdict}, Earlier: []receiptLink{{CID: h, Verdict: verdict}}, Receipt: rv, RunHref: h},
 		"receipt":            receiptData{pageData: pageData{Title: h}, Receipt: rv},
 		"receipt-unreadable": receiptData{Receipt: &receiptView{CID: h, Verdict: verdict, LedgerError: h}},
 		"tree": treeData{pageData: pageData{Title: h}, Root: h, Path: h, Crumbs: []crumb{{Name: h, Href: h}, {Name: h, Href: h}},

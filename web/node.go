@@ -42,7 +42,13 @@ type receiptView struct {
 	Limitations             []string
 	Replay                  string
 	Logs                    []logView
-	Upstream                []string
+	Upstream                []receiptLink
+}
+
+// receiptLink is a receipt a page names, with its verdict.
+type receiptLink struct {
+	CID     string
+	Verdict Verdict
 }
 
 type haltView struct {
@@ -108,8 +114,8 @@ type nodeData struct {
 	Run, Node, State, Reason string
 	Attempts                 int64
 	Memo, Breaker            bool
-	BlockedBy                string
-	Earlier                  []string
+	BlockedBy                *receiptLink
+	Earlier                  []receiptLink
 	Receipt                  *receiptView
 	RunHref                  string
 }
@@ -135,14 +141,30 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	n := rec.Nodes[i]
 	d := nodeData{pageData: pageData{Title: "node " + node + " of " + run}, Run: run, Node: node, State: n.State, Reason: n.Reason,
 		Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, RunHref: "/runs/" + url.PathEscape(run)}
+	vr, err := s.newVerifier(st)
+	if err != nil {
+		return err
+	}
+	link := func(c cid.Cid) (receiptLink, error) {
+		v, _, err := vr.verdict(ctx, c)
+		return receiptLink{CID: c.String(), Verdict: v}, err
+	}
 	if n.BlockedBy != nil {
-		d.BlockedBy = n.BlockedBy.Cid.String()
+		l, err := link(n.BlockedBy.Cid)
+		if err != nil {
+			return err
+		}
+		d.BlockedBy = &l
 	}
 	for _, e := range n.Earlier {
-		d.Earlier = append(d.Earlier, e.Cid.String())
+		l, err := link(e.Cid)
+		if err != nil {
+			return err
+		}
+		d.Earlier = append(d.Earlier, l)
 	}
 	if n.Receipt != nil {
-		if d.Receipt, err = s.receiptView(ctx, st, n.Receipt.Cid); err != nil {
+		if d.Receipt, err = s.receiptView(ctx, st, vr, n.Receipt.Cid); err != nil {
 			return err
 		}
 	}
@@ -166,21 +188,22 @@ func (s *Server) receiptPage(w http.ResponseWriter, r *http.Request, st cas.Stor
 	} else if !ok {
 		return notFound("the store holds no %s", c)
 	}
-	rv, err := s.receiptView(r.Context(), st, c)
+	vr, err := s.newVerifier(st)
+	if err != nil {
+		return err
+	}
+	rv, err := s.receiptView(r.Context(), st, vr, c)
 	if err != nil {
 		return err
 	}
 	return s.render(w, "receipt", receiptData{pageData: pageData{Title: "receipt " + c.String()}, Receipt: rv})
 }
 
-// receiptView verifies receipt c now and reads its ledger for the page.
+// receiptView verifies receipt c now (with vr, the page's verifier) and
+// reads its ledger for the page.
 // A ledger that cannot be read is said so beside the verdict; it is never
 // an error page, since the verdict is what the reader needs.
-func (s *Server) receiptView(ctx context.Context, st cas.Store, c cid.Cid) (*receiptView, error) {
-	vr, err := s.newVerifier(st)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) receiptView(ctx context.Context, st cas.Store, vr *verifier, c cid.Cid) (*receiptView, error) {
 	verdict, v, err := vr.verdict(ctx, c)
 	if err != nil {
 		return nil, err
@@ -208,7 +231,11 @@ func (s *Server) receiptView(ctx context.Context, st cas.Store, c cid.Cid) (*rec
 	rv.Repairs, rv.RepairBudget = rc.Repairs, rc.RepairBudget
 	if v.Input != nil {
 		for _, u := range v.Input.Upstream {
-			rv.Upstream = append(rv.Upstream, u.Cid.String())
+			uv, _, err := vr.verdict(ctx, u.Cid) // verified with the receipt, once
+			if err != nil {
+				return nil, err
+			}
+			rv.Upstream = append(rv.Upstream, receiptLink{CID: u.Cid.String(), Verdict: uv})
 		}
 	}
 	for _, a := range rc.Artifacts {
