@@ -322,7 +322,7 @@ func TestServeVerdictNow(t *testing.T) {
 	if !strings.HasPrefix(v, "broken: upstream receipts: upstream "+middle.String()+" does not verify") || s == "PASS" {
 		t.Errorf("merge, downstream of the damage: %s, %s", v, s)
 	}
-	if _, body := getPage(h, "/runs/run-ok/nodes/merge"); !regexp.MustCompile(`<a href="/receipts/`+middle.String()+`">.*</a> <span class="verdict v-broken" data-verdict="broken">broken: block hashes`).MatchString(body) {
+	if _, body := getPage(h, "/runs/run-ok/nodes/merge"); !regexp.MustCompile(`<a href="/receipts/` + middle.String() + `">.*</a> <span class="verdict v-broken" data-verdict="broken">broken: block hashes`).MatchString(body) {
 		t.Errorf("merge's page does not name its upstream broken:\n%s", body)
 	}
 	if code, body := getPage(h, "/runs/run-ok"); code != 200 || !strings.Contains(body, "broken: block hashes") {
