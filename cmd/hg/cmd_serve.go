@@ -116,7 +116,7 @@ func serve(ctx context.Context, g *globals, addr, token string) error {
 	g.ui.printf("%s\n", url)
 	fmt.Fprintf(g.ui.stderr, "hg: serving %s read-only; Ctrl-C stops\n", textsafe.Escape(dir))
 	if !loopback {
-		g.ui.warnf("listening beyond loopback on %s: every request needs the token in the URL above", bound)
+		g.ui.warnf("listening beyond loopback on %s: every request needs the token in the URL above (from another machine, with this one's name or address in it)", bound)
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
@@ -168,11 +168,12 @@ func loopbackHosts(host string, port int) []string {
 	return hosts
 }
 
-// displayHost is the host of the URL printed: the one given, or the
-// bound address when none was (all interfaces).
+// displayHost is the host of the URL printed: the one given, or, for an
+// address of every interface (none given, 0.0.0.0, ::), 127.0.0.1: the
+// URL then works on this machine, and elsewhere with its name in place.
 func displayHost(host string, bound *net.TCPAddr) string {
-	if host != "" {
+	if host != "" && !bound.IP.IsUnspecified() {
 		return host
 	}
-	return bound.IP.String()
+	return "127.0.0.1"
 }

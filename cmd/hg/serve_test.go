@@ -437,7 +437,7 @@ func TestServeCommand(t *testing.T) {
 		t.Errorf("GET %s: %d", url, resp.StatusCode)
 	}
 	open := startServe(t, f.dir, "--addr", ":0")
-	m := regexp.MustCompile(`^http://[^/]+:(\d+)/runs\?token=([0-9a-f]{48})$`).FindStringSubmatch(open)
+	m := regexp.MustCompile(`^http://127\.0\.0\.1:(\d+)/runs\?token=([0-9a-f]{48})$`).FindStringSubmatch(open)
 	if m == nil {
 		t.Fatalf("printed %q", open)
 	}
