@@ -141,7 +141,17 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	n := rec.Nodes[i]
 	d := nodeData{pageData: pageData{Title: "node " + node + " of " + run}, Run: run, Node: node, State: n.State, Reason: n.Reason,
 		Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, RunHref: "/runs/" + url.PathEscape(run)}
-	vr, err := s.newVerifier(st)
+	// The receipts of a run's nodes link its packages: each tree is
+	// walked once for the page, not once per receipt upstream.
+	shape, err := s.shapes.shape(ctx, st, rec)
+	if err != nil {
+		return err
+	}
+	known, err := packagesKnown(ctx, st, shape)
+	if err != nil {
+		return err
+	}
+	vr, err := s.newVerifierKnown(st, known)
 	if err != nil {
 		return err
 	}

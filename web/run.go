@@ -130,7 +130,11 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 	d.Graph = layout(wo, shape.waves, states, func(node string) string { return nodeHref(run, node) })
 	var vr *verifier
 	if len(rec.Nodes) <= verifyOnRunPage {
-		if vr, err = s.newVerifier(st); err != nil {
+		known, err := packagesKnown(ctx, st, shape)
+		if err != nil {
+			return err
+		}
+		if vr, err = s.newVerifierKnown(st, known); err != nil {
 			return err
 		}
 		d.Verified = true

@@ -17,8 +17,9 @@ import (
 // page). A shape is not a verdict: every receipt is still verified for
 // each page.
 type runShape struct {
-	wo    *dag.WorkOrder
-	waves [][]string
+	wo       *dag.WorkOrder
+	waves    [][]string
+	packages []cid.Cid // the distinct package trees its nodes run
 }
 
 // shapeCache holds the shapes of the last shapeCacheMax Work Orders read.
@@ -45,6 +46,14 @@ func (c *shapeCache) shape(ctx context.Context, st cas.Store, rec *scheduler.Rec
 		return nil, err
 	}
 	s = &runShape{wo: wo, waves: wo.Waves()}
+	seen := map[cid.Cid]bool{}
+	for _, name := range wo.Order {
+		// A stored Work Order names each node's package by its CID.
+		if c, err := cas.ParseCID(wo.Nodes[name].Haygent); err == nil && !seen[c] {
+			seen[c] = true
+			s.packages = append(s.packages, c)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

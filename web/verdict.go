@@ -82,11 +82,42 @@ type verifier struct {
 }
 
 func (s *Server) newVerifier(st cas.Store) (*verifier, error) {
+	return s.newVerifierKnown(st, nil)
+}
+
+// newVerifierKnown is newVerifier for a page whose receipts link package
+// trees it walked already (known, as verify.NewChainVerifier takes it).
+func (s *Server) newVerifierKnown(st cas.Store, known map[cid.Cid]bool) (*verifier, error) {
 	trusted, err := s.cfg.Trusted()
 	if err != nil {
 		return nil, err
 	}
-	return &verifier{cv: verify.NewChainVerifier(st, trusted, nil, s.cache)}, nil
+	return &verifier{cv: verify.NewChainVerifier(st, trusted, known, s.cache)}, nil
+}
+
+// maxPackagesWalked bounds the package trees a page walks ahead.
+const maxPackagesWalked = 64
+
+// packagesKnown walks, for this page, the package trees of a run's Work
+// Order (each block read back and hashed, as every verification's walk
+// does), so that the verification of each receipt need not walk the
+// same tree again: as scheduler.VerifyRun does. A tree that does not
+// walk whole is left out, and every receipt's own walk names what is
+// wrong with it. A Work Order of more than maxPackagesWalked packages
+// gets none walked ahead.
+func packagesKnown(ctx context.Context, st cas.Store, shape *runShape) (map[cid.Cid]bool, error) {
+	if len(shape.packages) > maxPackagesWalked {
+		return nil, nil
+	}
+	known := make(map[cid.Cid]bool, len(shape.packages))
+	for _, pkg := range shape.packages {
+		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		known[pkg] = err == nil
+	}
+	return known, nil
 }
 
 // verdict verifies receipt and returns its verdict with the checks.
