@@ -328,6 +328,32 @@ func TestServeVerdictNow(t *testing.T) {
 	if code, body := getPage(h, "/runs/run-ok"); code != 200 || !strings.Contains(body, "broken: block hashes") {
 		t.Errorf("the run page does not mark middle broken: %d", code)
 	}
+	// A block of the package tree every echo node runs, damaged: the
+	// pages walk the tree again, and every receipt that links it breaks.
+	var right cid.Cid
+	for _, n := range rec.Nodes {
+		if n.Name == "right" {
+			right = n.Receipt.Cid
+		}
+	}
+	if v, _ := verdict("/runs/run-ok/nodes/right"); v != "verified" {
+		t.Fatalf("right before the package is damaged: %s", v)
+	}
+	st, err = boltstore.Open(f.dir, &boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ledger.LoadReceipt(context.Background(), st, right)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstoretest.Corrupt(f.dir, r.Package.Cid, 5); err != nil {
+		t.Fatal(err)
+	}
+	if v, s := verdict("/runs/run-ok/nodes/right"); !strings.HasPrefix(v, "broken: block hashes: ") || !strings.Contains(v, r.Package.Cid.String()) || s == "PASS" {
+		t.Errorf("right with its package damaged: %s, %s", v, s)
+	}
 }
 
 // TestServePagesShowHostileTextAsText: the forged step id and objective
