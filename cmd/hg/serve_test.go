@@ -265,7 +265,9 @@ func TestServeReadOnly(t *testing.T) {
 // store does not trust reads "signer not trusted" and never PASS, then
 // "verified" and PASS once 'hg key trust' adds the key, with the same
 // server; a block of a verified receipt damaged on disk while the server
-// runs makes it "broken", naming the block.
+// runs makes it "broken", naming the block, and the receipt built from
+// it broken by its upstream; a block of a package tree damaged breaks
+// every receipt that runs the package.
 func TestServeVerdictNow(t *testing.T) {
 	f := newServeFixture(t)
 	h := f.handler(t)
