@@ -142,14 +142,16 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	d := nodeData{pageData: pageData{Title: "node " + node + " of " + run}, Run: run, Node: node, State: n.State, Reason: n.Reason,
 		Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, RunHref: "/runs/" + url.PathEscape(run)}
 	// The receipts of a run's nodes link its packages: each tree is
-	// walked once for the page, not once per receipt upstream.
-	shape, err := s.shapes.shape(ctx, st, rec)
-	if err != nil {
-		return err
-	}
-	known, err := packagesKnown(ctx, st, shape)
-	if err != nil {
-		return err
+	// walked once for the page, not once per receipt upstream. A Work
+	// Order that cannot be read leaves every receipt to walk its own:
+	// the verdicts do not need it.
+	var known map[cid.Cid]bool
+	if shape, err := s.shapes.shape(ctx, st, rec); err == nil {
+		if known, err = packagesKnown(ctx, st, shape); err != nil {
+			return err
+		}
+	} else if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	vr, err := s.newVerifierKnown(st, known)
 	if err != nil {
