@@ -53,9 +53,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		// Back to the same page of this server: a path that begins
+		// "//" would name another host.
+		to := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/")
+		if len(q) > 0 {
+			to += "?" + q.Encode()
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return false
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {

@@ -67,6 +67,11 @@ func TestTokenRequired(t *testing.T) {
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/runs?status=done" {
 		t.Errorf("?token: %d to %q, want 303 to /runs?status=done", w.Code, w.Header().Get("Location"))
 	}
+	for target, want := range map[string]string{"//evil.example/x?token=s3cret": "/evil.example/x", "/%2F%2Fevil.example?token=s3cret&a=b": "/%2F%2Fevil.example?a=b"} {
+		if w := get(s, target, nil); w.Header().Get("Location") != want {
+			t.Errorf("%s: sent to %q, want %q", target, w.Header().Get("Location"), want)
+		}
+	}
 	cookie := w.Header().Get("Set-Cookie")
 	for _, want := range []string{TokenCookie + "=s3cret", "HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(cookie, want) {
