@@ -14,7 +14,7 @@ import (
 // topological levels), nodes in name order within it. Up to boxesUpTo
 // nodes are drawn as named boxes with their edges; a larger run is drawn
 // compact, a small square per node (its name and state in its title),
-// each wave wrapped into columns of cellsPerColumn, without edges. Either
+// cellsPerRow a row in wave order, without edges. Either
 // way every node is drawn once, and the layout is linear in nodes and
 // edges.
 type svgGraph struct {
@@ -40,7 +40,7 @@ const (
 	margin         = 10
 	maxLabel       = 20 // characters of a name shown in a box; the title has it whole
 	cell, cellGap  = 10, 2
-	cellsPerColumn = 100
+	cellsPerRow    = 100
 )
 
 // layout places the nodes of wo with their states; href gives each
@@ -76,18 +76,20 @@ func layout(wo *dag.WorkOrder, waves [][]string, states map[string]string, href 
 	g := svgGraph{Compact: len(wo.Nodes) > boxesUpTo}
 	g.Nodes = make([]svgNode, 0, len(wo.Nodes))
 	if g.Compact {
-		x := margin
+		// A grid of cellsPerRow squares a row, the nodes in wave order:
+		// a chain of 10,000 is as compact as a fan-out of 10,000.
+		i := 0
 		for _, w := range waves {
-			for i, n := range w {
-				col, row := i/cellsPerColumn, i%cellsPerColumn
+			for _, n := range w {
+				col, row := i%cellsPerRow, i/cellsPerRow
 				g.Nodes = append(g.Nodes, svgNode{Name: n, State: state(n), Href: href(n),
-					X: x + col*(cell+cellGap), Y: margin + row*(cell+cellGap)})
-				g.H = max(g.H, margin+(row+1)*(cell+cellGap))
+					X: margin + col*(cell+cellGap), Y: margin + row*(cell+cellGap)})
+				i++
 			}
-			cols := (len(w) + cellsPerColumn - 1) / cellsPerColumn
-			x += cols*(cell+cellGap) + 3*cellGap
 		}
-		g.W, g.H = x+margin, g.H+margin
+		rows := (i + cellsPerRow - 1) / cellsPerRow
+		g.W = 2*margin + min(i, cellsPerRow)*(cell+cellGap)
+		g.H = 2*margin + rows*(cell+cellGap)
 		return g
 	}
 	pos := make(map[string][2]int, len(wo.Nodes))
