@@ -1,5 +1,6 @@
 # hg: build, test, bench and demo. Every target works on a fresh machine
-# with Go 1.26 and nothing else.
+# with Go 1.26 and nothing else (make test installs Debian's chromium for
+# the browser tests when it is missing).
 
 GO      ?= go
 BIN     ?= bin/hg
@@ -15,9 +16,12 @@ build:
 
 # test: vet, the race-checked unit, conformance and CLI script tests, and a
 # short run of every fuzz target on top of its seed corpus. Confinement of
-# exec steps is required: its tests fail, not skip, where it cannot be had.
+# exec steps is required: its tests fail, not skip, where it cannot be had;
+# so is a Chromium for the browser tests of hg serve, which
+# scripts/chromium.sh installs (Debian's package) when it is missing.
 test: vet
-	HG_REQUIRE_CONFINEMENT=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	@sh ./scripts/chromium.sh
+	HG_REQUIRE_CONFINEMENT=1 HG_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
 test-short:

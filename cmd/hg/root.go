@@ -103,6 +103,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 HALT, 4 integrity, 5 needs input.`,
 		newSupersedeCmd(g),
 		newWorkerCmd(g),
 		newMCPCmd(g),
+		newServeCmd(g),
 	)
 	return root
 }

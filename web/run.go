@@ -1,0 +1,171 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/scheduler"
+)
+
+// verifyOnRunPage is the most nodes a run page verifies the receipts of:
+// past it each node's verdict is on the node's page (a run of 10,000
+// nodes would take seconds to verify in full; 'hg verify RUN' does).
+const verifyOnRunPage = 200
+
+type nodeRow struct {
+	Name, State, Reason string
+	Attempts            int64
+	Memo, Breaker       bool
+	Receipt             string // CID, or ""
+	Verdict             *Verdict
+	Href                string
+}
+
+type decisionRow struct {
+	Slot, Question, Value, Source, Event string
+	Critical, Asked                      bool
+}
+
+type eventRow struct {
+	At, Node, Kind, From, To, Who, Reason string
+}
+
+type runData struct {
+	pageData
+	Run, Name, Objective, Status, Reason string
+	Started, Updated, Class              string
+	Record, WorkOrder                    string
+	Executing                            bool
+	Require, Mandatory                   []string
+	Decisions                            []decisionRow
+	Events                               []eventRow
+	Trusted                              []string
+	Graph                                svgGraph
+	Nodes                                []nodeRow
+	Counts                               []stateCount
+	Verified                             bool // the receipts' verdicts are in the table
+	LiveURL                              string
+	// The table shows one page of nodes; the DAG shows them all.
+	NodeCount, Pages, First, Last int
+	PageLinks                     []pageLink
+}
+
+type pageLink struct {
+	N       int
+	Current bool
+}
+
+// tableRows is how many nodes one page of a run's node table lists.
+const tableRows = 500
+
+type stateCount struct {
+	State string
+	N     int
+}
+
+// nodeHref is the address of a node's page.
+func nodeHref(run, node string) string {
+	return "/runs/" + url.PathEscape(run) + "/nodes/" + url.PathEscape(node)
+}
+
+// runPage shows a run: its outcome, decisions, its DAG drawn with every
+// node's state, and a table of the nodes.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) error {
+	ctx := r.Context()
+	run := r.PathValue("run")
+	if scheduler.CheckRunID(run) != nil {
+		return notFound("no run %q", run)
+	}
+	rec, root, err := scheduler.LoadRecord(ctx, st, run)
+	if err != nil {
+		return err
+	}
+	shape, err := s.shapes.shape(ctx, st, rec)
+	if err != nil {
+		return err
+	}
+	wo := shape.wo
+	d := runData{pageData: pageData{Title: "run " + rec.Run}, Run: run, Name: rec.Name, Objective: rec.Objective,
+		Status: rec.Status, Reason: rec.Reason, Started: rec.Started, Updated: rec.Updated, Class: rec.Class,
+		Record: root.String(), WorkOrder: rec.WorkOrder.Cid.String(), Require: wo.Require, Mandatory: wo.Mandatory, Trusted: rec.Trusted}
+	if rec.Status == scheduler.StatusRunning {
+		if d.Executing = s.executing(run); d.Executing {
+			d.LiveURL = "/runs/" + url.PathEscape(run) + "/events"
+		} else {
+			d.Status = statusInterrupted
+		}
+	}
+	for _, dr := range rec.Decisions {
+		row := decisionRow{Slot: dr.Slot, Question: dr.Question, Value: dag.FormatValue(dr.Value), Source: dr.Source, Critical: dr.Critical, Asked: dr.Asked}
+		if dr.Event != nil {
+			row.Event = dr.Event.Cid.String()
+		}
+		if row.Source == "" {
+			row.Source = "unbound"
+		}
+		d.Decisions = append(d.Decisions, row)
+	}
+	for _, ev := range rec.Events {
+		who := ev.Who
+		if ev.Key != "" {
+			who += " (" + ev.Key + ")"
+		}
+		d.Events = append(d.Events, eventRow{At: ev.At, Node: ev.Node, Kind: ev.Kind, From: ev.From, To: ev.To, Who: who, Reason: ev.Reason})
+	}
+	states := make(map[string]string, len(rec.Nodes))
+	counts := map[string]int{}
+	for _, n := range rec.Nodes {
+		states[n.Name] = n.State
+		counts[n.State]++
+	}
+	for st, n := range counts {
+		d.Counts = append(d.Counts, stateCount{st, n})
+	}
+	slices.SortFunc(d.Counts, func(a, b stateCount) int { return strings.Compare(a.State, b.State) })
+	d.Graph = layout(wo, shape.waves, states, func(node string) string { return nodeHref(run, node) })
+	var vr *verifier
+	if len(rec.Nodes) <= verifyOnRunPage {
+		known, err := packagesKnown(ctx, st, shape)
+		if err != nil {
+			return err
+		}
+		if vr, err = s.newVerifierKnown(st, known); err != nil {
+			return err
+		}
+		d.Verified = true
+	}
+	d.NodeCount = len(rec.Nodes)
+	d.Pages = max(1, (len(rec.Nodes)+tableRows-1)/tableRows)
+	pg := 1
+	if q := r.URL.Query().Get("page"); q != "" {
+		if pg, err = strconv.Atoi(q); err != nil || pg < 1 || pg > d.Pages {
+			return badRequest("page %q: want 1 to %d", q, d.Pages)
+		}
+	}
+	for i := 1; i <= d.Pages; i++ {
+		d.PageLinks = append(d.PageLinks, pageLink{N: i, Current: i == pg})
+	}
+	shown := rec.Nodes[(pg-1)*tableRows : min(pg*tableRows, len(rec.Nodes))]
+	d.First, d.Last = (pg-1)*tableRows+1, (pg-1)*tableRows+len(shown)
+	d.Nodes = make([]nodeRow, 0, len(shown))
+	for _, n := range shown {
+		row := nodeRow{Name: n.Name, State: n.State, Reason: n.Reason, Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, Href: nodeHref(run, n.Name)}
+		if n.Receipt != nil {
+			row.Receipt = n.Receipt.Cid.String()
+			if vr != nil {
+				v, _, err := vr.verdict(ctx, n.Receipt.Cid)
+				if err != nil {
+					return err
+				}
+				row.Verdict = &v
+			}
+		}
+		d.Nodes = append(d.Nodes, row)
+	}
+	return s.render(w, "run", d)
+}

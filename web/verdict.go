@@ -1,0 +1,130 @@
+package web
+
+import (
+	"context"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/verify"
+	"github.com/ipfs/go-cid"
+)
+
+// Verdict kinds, as pages show them.
+const (
+	Verified   = "verified"
+	Untrusted  = "signer not trusted"
+	BrokenKind = "broken"
+)
+
+// Verdict is what hg's verifier says of a receipt now.
+type Verdict struct {
+	Kind string // Verified, Untrusted or BrokenKind
+	// Text is the verdict as shown: "verified", "signer not trusted", or
+	// "broken: CHECK: DETAIL" for the first check that failed.
+	Text string
+	// Status is the receipt's status as a page may show it: PASS only
+	// for a verified receipt; a receipt that does not verify and says
+	// PASS shows "not established".
+	Status string
+}
+
+// OK reports whether the receipt verified.
+func (v Verdict) OK() bool { return v.Kind == Verified }
+
+// notEstablished is what stands in for the PASS of a receipt that does
+// not verify.
+const notEstablished = "not established (the receipt does not verify)"
+
+// verdictOf judges a verification. The signer's trust counts only when
+// every other check holds: a receipt with a broken chain is broken,
+// whoever signed it.
+func verdictOf(v *verify.Verification) Verdict {
+	if v == nil || len(v.Checks) == 0 {
+		return Verdict{Kind: BrokenKind, Text: "broken: not verified", Status: notEstablished}
+	}
+	var trust *verify.Check
+	for i := range v.Checks {
+		c := &v.Checks[i]
+		if c.OK {
+			continue
+		}
+		if c.Name == verify.CheckTrust {
+			trust = c
+			continue
+		}
+		return Verdict{Kind: BrokenKind, Text: "broken: " + c.Name + ": " + c.Detail, Status: shownStatus(v.Status, false)}
+	}
+	if trust != nil {
+		return Verdict{Kind: Untrusted, Text: Untrusted, Status: shownStatus(v.Status, false)}
+	}
+	return Verdict{Kind: Verified, Text: Verified, Status: shownStatus(v.Status, true)}
+}
+
+// shownStatus is a receipt's status as a page shows it: PASS only when
+// it verified.
+func shownStatus(status string, verified bool) string {
+	switch {
+	case status == ledger.StatusPass && verified:
+		return ledger.StatusPass
+	case status == ledger.StatusHalt:
+		return ledger.StatusHalt // a HALT claims no success
+	case status == "":
+		return "unknown (the receipt cannot be read)"
+	}
+	return notEstablished
+}
+
+// verifier verifies the receipts of one page, each with its upstream
+// receipts and each once, with the keys trusted now and the server's
+// cache of signatures and compiled gates.
+type verifier struct {
+	cv *verify.ChainVerifier
+}
+
+func (s *Server) newVerifier(st cas.Store) (*verifier, error) {
+	return s.newVerifierKnown(st, nil)
+}
+
+// newVerifierKnown is newVerifier for a page whose receipts link package
+// trees it walked already (known, as verify.NewChainVerifier takes it).
+func (s *Server) newVerifierKnown(st cas.Store, known map[cid.Cid]bool) (*verifier, error) {
+	trusted, err := s.cfg.Trusted()
+	if err != nil {
+		return nil, err
+	}
+	return &verifier{cv: verify.NewChainVerifier(st, trusted, known, s.cache)}, nil
+}
+
+// maxPackagesWalked bounds the package trees a page walks ahead.
+const maxPackagesWalked = 64
+
+// packagesKnown walks, for this page, the package trees of a run's Work
+// Order (each block read back and hashed, as every verification's walk
+// does), so that the verification of each receipt need not walk the
+// same tree again: as scheduler.VerifyRun does. A tree that does not
+// walk whole is left out, and every receipt's own walk names what is
+// wrong with it. A Work Order of more than maxPackagesWalked packages
+// gets none walked ahead.
+func packagesKnown(ctx context.Context, st cas.Store, shape *runShape) (map[cid.Cid]bool, error) {
+	if len(shape.packages) > maxPackagesWalked {
+		return nil, nil
+	}
+	known := make(map[cid.Cid]bool, len(shape.packages))
+	for _, pkg := range shape.packages {
+		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		known[pkg] = err == nil
+	}
+	return known, nil
+}
+
+// verdict verifies receipt and returns its verdict with the checks.
+func (p *verifier) verdict(ctx context.Context, receipt cid.Cid) (Verdict, *verify.Verification, error) {
+	v, err := p.cv.Verify(ctx, receipt)
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	return verdictOf(v), v, nil
+}
