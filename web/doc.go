@@ -1,8 +1,9 @@
 // Package web is hg serve: a read-only view of a store in a browser. It
 // lists runs, draws a run's DAG as SVG with each node's state (live while
 // the run executes, by server-sent events), and shows a node's receipt
-// with everything its ledger records, the workspace it left, and the
-// belief log of a task class.
+// with everything its ledger records, the workspace it left, the
+// belief log of a task class, and the metrics of the store's runs
+// (package metrics, computed when the page is served).
 //
 // Every receipt a page shows carries the verdict of hg's own verifier
 // (haygent/verify), computed when the page is served against the store as

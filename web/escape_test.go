@@ -8,6 +8,7 @@ import (
 
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
+	"github.com/haygent/hg/metrics"
 )
 
 // hostile is what a forged ledger, record or tree holds to run script in
@@ -23,7 +24,7 @@ var (
 	// templateTags are the elements the templates write.
 	templateTags = map[string]bool{"html": true, "head": true, "meta": true, "title": true, "link": true, "script": true, "body": true,
 		"nav": true, "a": true, "main": true, "footer": true, "h1": true, "h2": true, "h3": true, "p": true, "form": true, "label": true,
-		"select": true, "option": true, "button": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true,
+		"select": true, "option": true, "button": true, "input": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true,
 		"span": true, "div": true, "code": true, "pre": true, "dl": true, "dt": true, "dd": true, "section": true, "details": true,
 		"summary": true, "ul": true, "ol": true, "li": true, "svg": true, "line": true, "rect": true, "g": true, "text": true}
 )
@@ -69,6 +70,11 @@ func TestPagesEscapeEveryField(t *testing.T) {
 		"tree": treeData{pageData: pageData{Title: h}, Root: h, Path: h, Crumbs: []crumb{{Name: h, Href: h}, {Name: h, Href: h}},
 			Entries: []treeEntry{{Name: h, Kind: "dir", Href: h}, {Name: h, Kind: "file", Download: h}, {Name: h, Kind: "symlink", Target: h}}},
 		"beliefs": beliefData{pageData: pageData{Title: h}, Classes: []string{h}},
+		"metrics": metricsData{pageData: pageData{Title: h}, Since: h, Columns: []string{h},
+			Haygents: []metricsGroup{{Name: h, Package: h, Cells: []string{h}}}, Classes: []metricsGroup{{Name: h, Runs: h, Done: h, RunToVerified: h, Cells: []string{h}}},
+			Total: metricsGroup{Cells: []string{h}}, UnverifiedBy: []kv{{h, h}},
+			Report: &metrics.Report{Since: h, Runs: metrics.RunCounts{Unreadable: []metrics.RunProblem{{Run: h, Check: h, Detail: h}}, Unverified: []metrics.RunProblem{{Run: h, Check: h, Detail: h}}},
+				NotMeasured: []metrics.NotMeasured{{Metric: h, Reason: h}}}},
 		"belief": beliefData{pageData: pageData{Title: h}, Class: h, Events: []beliefRow{{CID: h, Slot: h, Op: h, Value: h, Cause: h, Why: h, At: h}},
 			Bindings: []bindingRow{{Slot: h, Value: h, Event: h}}},
 	}

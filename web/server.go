@@ -90,8 +90,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /logs/{cid}", s.withStore(s.logDownload))
 	m.HandleFunc("GET /beliefs", s.withStore(s.beliefsPage))
 	m.HandleFunc("GET /beliefs/{class}", s.withStore(s.beliefPage))
-	// The metrics page goes here (GET /metrics), with its entry in the
-	// navigation of assets/pages.html ("nav").
+	m.HandleFunc("GET /metrics", s.withStore(s.metricsPage))
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS)))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -74,16 +74,11 @@ midnight) or an RFC 3339 time. --json prints the report as one JSON object
 
 // parseSince reads --since: "" is every run.
 func parseSince(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
+	t, err := metrics.ParseSince(s)
+	if err != nil {
+		return time.Time{}, usageError{fmt.Errorf("--since %w", err)}
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		return t, nil
-	}
-	return time.Time{}, usageError{fmt.Errorf("--since %q: want a date (2026-11-01) or an RFC 3339 time (2026-11-01T12:00:00Z)", s)}
+	return t, nil
 }
 
 func showMetrics(ctx context.Context, g *globals, since time.Time, asJSON bool) error {
@@ -200,34 +195,15 @@ func writeMetrics(w io.Writer, r *metrics.Report) error {
 	return nil
 }
 
-const metricsHeader = "RECEIPTS\tUNVERIFIED\tPASS\tHALT\tFALSE PASS\tRECHECKED\tREPLAYS AGREED\tDENIED\tREPAIRS/PASS\tBUDGET HALTS\tHALT INFO\tTO VERIFIED"
+var metricsHeader = strings.Join(metrics.Columns, "\t")
 
 // metricsRow is the columns of metricsHeader, holding no ledger text.
 func metricsRow(m *metrics.Metrics) string {
-	per := "-"
-	if m.Repair.PerPass != nil {
-		per = fmt.Sprintf("%.2f", *m.Repair.PerPass)
-	}
-	info := "-"
-	if q := m.HaltInfo; q.Halts > 0 {
-		info = fmt.Sprintf("%d/%d", q.Complete, q.Halts)
-	}
-	replays := "-"
-	if m.Replayed > 0 {
-		replays = fmt.Sprintf("%d/%d", m.ReplayAgreed, m.Replayed)
-	}
-	return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s", m.Receipts, m.Unverified, m.Pass, m.Halt, m.FalsePass,
-		m.Rechecked, replays, m.Denied, per, m.Repair.BudgetExhausted, info, durations(m.ToVerified))
+	return strings.Join(m.Cells(formatElapsed), "\t")
 }
 
 // durations shows a summary as "median (max, N)".
-func durations(d metrics.Durations) string {
-	if d.Count == 0 {
-		return "-"
-	}
-	ms := func(n int64) string { return formatElapsed(time.Duration(n) * time.Millisecond) }
-	return fmt.Sprintf("%s (max %s, %d)", ms(d.MedianMS), ms(d.MaxMS), d.Count)
-}
+func durations(d metrics.Durations) string { return d.Format(formatElapsed) }
 
 // shortCID shows the end of a CID, which is where CIDs differ.
 func shortCID(s string) string {
