@@ -206,7 +206,7 @@ func TestMCPToolSet(t *testing.T) {
 // file put and got back.
 func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, mcpOptions{})
+	cs := f.connect(t, mcpOptions{Learn: []string{"release"}})
 
 	var plan planOut
 	call(t, cs, "plan", map[string]any{"workorder": "workorders/release.json"}, &plan)
@@ -259,7 +259,8 @@ func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 		t.Fatalf("verify: %+v", v)
 	}
 
-	// The answers were learned for the class: a second order asks none.
+	// The answers were learned for the class (hg mcp --learn release):
+	// a second order asks none.
 	var b beliefOut
 	call(t, cs, "belief", map[string]any{"class": "release"}, &b)
 	if len(b.Bound) != 3 || !strings.Contains(b.Bound[0].Cause, "(answered by an MCP client)") {
@@ -802,5 +803,51 @@ func TestMCPGuard(t *testing.T) {
 	_, _, err := h(context.Background(), nil, putIn{})
 	if err == nil || !strings.Contains(err.Error(), "internal error (a bug in hg): assignment to entry in nil map") {
 		t.Fatalf("a panicking tool: %v", err)
+	}
+}
+
+// TestMCPLearnsNothingByDefault: a client's answers bind the run they
+// were given for, and no other. Without hg mcp --learn naming the class,
+// a run that reaches its outcome writes no belief event, so the
+// operator's next order of the class is asked again; another class
+// named by --learn does not open this one; hg resume of the run learns
+// nothing either.
+func TestMCPLearnsNothingByDefault(t *testing.T) {
+	f := newMCPFixture(t)
+	cs := f.connect(t, mcpOptions{Learn: []string{"other"}})
+	before := storeState(t, f.store)
+	var sub submitOut
+	call(t, cs, "submit", map[string]any{"workorder": "workorders/release.json",
+		"answers": map[string]any{"platform": "darwin", "channel": "stable", "retention": 1}}, &sub)
+	if st := waitRun(t, cs, sub.Run); st.Status != "done" {
+		t.Fatalf("run %s: %+v", sub.Run, st)
+	}
+	// The run used the answers.
+	var rep reportOut
+	call(t, cs, "report", map[string]any{"ref": sub.Run}, &rep)
+	if !strings.Contains(rep.Report, "channel = \"stable\"  (asked, answered by an MCP client)") {
+		t.Fatalf("report:\n%s", rep.Report)
+	}
+	var b beliefOut
+	call(t, cs, "belief", map[string]any{"class": "release"}, &b)
+	if len(b.Log) != 0 {
+		t.Fatalf("a client's answers were learned: %+v", b)
+	}
+	var plan planOut
+	call(t, cs, "plan", map[string]any{"workorder": "workorders/release.json"}, &plan)
+	if len(plan.Open) != 3 {
+		t.Fatalf("the next plan: open %v, want all three", plan.Open)
+	}
+	// Resumed by the operator (the run is done: nothing runs), still nothing.
+	if out, err := exec.Command(hgBinary(t), "--store", f.store, "resume", sub.Run).CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v: %s", err, out)
+	} else if strings.Contains(string(out), "learned") {
+		t.Fatalf("resume learned: %s", out)
+	}
+	after := storeState(t, f.store)
+	for line := range strings.SplitSeq(after, "\n") {
+		if strings.HasPrefix(line, "ref belief/") {
+			t.Fatalf("a belief ref was written: %s\n%s", line, before)
+		}
 	}
 }
