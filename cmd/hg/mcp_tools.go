@@ -55,11 +55,19 @@ func (s *mcpServer) put(ctx context.Context, _ *mcp.CallToolRequest, in putIn) (
 	err = g.withStore(false, func(st cas.Store) error {
 		switch {
 		case info.IsDir():
-			include, err := s.root.treeFence(p)
+			// Read through a root opened beneath the server's: a
+			// directory on the way swapped for a symlink since the path
+			// was resolved leads out of neither.
+			dir, err := s.root.openDir(p)
 			if err != nil {
 				return err
 			}
-			c, err := cas.PutTree(ctx, st, p, &cas.TreeOptions{Include: include})
+			defer dir.Close()
+			include, err := s.root.treeFence(p, dir)
+			if err != nil {
+				return err
+			}
+			c, err := cas.PutTreeRoot(ctx, st, dir, &cas.TreeOptions{Include: include})
 			if err != nil {
 				return err
 			}
