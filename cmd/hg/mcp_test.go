@@ -851,3 +851,47 @@ func TestMCPLearnsNothingByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPPackageSymlinkOutRefused: a package whose file is a symlink
+// leading out of the root (loading would read the file out there, and
+// only the link would be stored) is refused before it is loaded; one
+// whose symlink stays inside the root is run.
+func TestMCPPackageSymlinkOutRefused(t *testing.T) {
+	f := newMCPFixture(t)
+	outside := t.TempDir()
+	schema := filepath.Join(outside, "input.schema.json")
+	if err := os.WriteFile(schema, []byte(`{"type": "object"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"outlink", "inlink"} {
+		dir := filepath.Join(f.root, "haygents", p)
+		if out, err := exec.Command("cp", "-a", "../../fixtures/haygents/echo", dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		target := schema
+		if p == "inlink" {
+			target = "../../echo/contracts/input.schema.json"
+		}
+		file := filepath.Join(dir, "contracts", "input.schema.json")
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, file); err != nil {
+			t.Fatal(err)
+		}
+		f.write(t, "workorders/"+p+".json", `{"workorder": "`+p+`", "objective": "a package with a symlink",
+			"nodes": {"n": {"haygent": "../haygents/`+p+`", "input": {"value": 1, "trail": []}}}}`)
+	}
+	cs := f.connect(t, mcpOptions{})
+	for _, tool := range []string{"plan", "submit"} {
+		msg := refused(t, cs, tool, map[string]any{"workorder": "workorders/outlink.json"})
+		if !strings.Contains(msg, "symlink contracts/input.schema.json") || !strings.Contains(msg, "outside") || strings.Contains(msg, outside) {
+			t.Errorf("%s of a package with a symlink out: %s", tool, msg)
+		}
+	}
+	var sub submitOut
+	call(t, cs, "submit", map[string]any{"workorder": "workorders/inlink.json"}, &sub)
+	if st := waitRun(t, cs, sub.Run); st.Status != "done" {
+		t.Fatalf("a package whose symlink stays inside: %+v", st)
+	}
+}
