@@ -51,31 +51,24 @@ func (s *mcpServer) put(ctx context.Context, _ *mcp.CallToolRequest, in putIn) (
 		return nil, putOut{}, err
 	}
 	var out putOut
+	var tree cid.Cid
+	if info.IsDir() {
+		// Read through a root opened beneath the server's: a directory
+		// on the way swapped for a symlink since the path was resolved
+		// leads out of neither.
+		if tree, err = s.putDir(ctx, p, false); err != nil {
+			return nil, putOut{}, err
+		}
+	}
 	g := s.globals(io.Discard, io.Discard)
 	err = g.withStore(false, func(st cas.Store) error {
 		switch {
 		case info.IsDir():
-			// Read through a root opened beneath the server's: a
-			// directory on the way swapped for a symlink since the path
-			// was resolved leads out of neither.
-			dir, err := s.root.openDir(p)
+			in, err := cas.Stat(ctx, st, tree)
 			if err != nil {
 				return err
 			}
-			defer dir.Close()
-			include, err := s.root.treeFence(p, dir)
-			if err != nil {
-				return err
-			}
-			c, err := cas.PutTreeRoot(ctx, st, dir, &cas.TreeOptions{Include: include})
-			if err != nil {
-				return err
-			}
-			in, err := cas.Stat(ctx, st, c)
-			if err != nil {
-				return err
-			}
-			out = putOut{CID: c.String(), Kind: cas.KindDir, Size: in.Size}
+			out = putOut{CID: tree.String(), Kind: cas.KindDir, Size: in.Size}
 		case info.Mode().IsRegular():
 			// Opened through the root, which follows no symlink out of
 			// it: a path swapped for one since it was resolved fails.
