@@ -102,7 +102,8 @@ func (s *mcpServer) register(srv *mcp.Server) {
 		guard(s.put))
 	mcp.AddTool(srv, &mcp.Tool{Name: "get", Annotations: ro,
 		Description: "Read a file back (inline: text, or base64 when not UTF-8; at most the server's inline limit), or list a tree. " +
-			"ref is a CID, a pin name, or RUN/NODE (the final workspace of a node of a run); path walks into a tree. Writes no file."},
+			"ref is a CID, a pin name, or RUN/NODE (the final workspace of a node of a run, refused unless hg's verification of the run holds); " +
+			"path walks into a tree. Writes no file."},
 		guard(s.get))
 	mcp.AddTool(srv, &mcp.Tool{Name: "plan", Annotations: ro,
 		Description: "Validate a Work Order file (under the root) and return its waves and its decisions: which the belief log binds, " +

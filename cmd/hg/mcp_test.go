@@ -17,6 +17,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -637,6 +639,22 @@ func TestMCPClaimedPassDoesNotCount(t *testing.T) {
 	if st.Verified == nil || !*st.Verified {
 		t.Fatalf("status of the honest halted run: verified %v (%s), want true", st.Verified, st.Unverified)
 	}
+	// get RUN/NODE of a record forged to say the node is done (its
+	// receipt a HALT) hands out no workspace: the run does not verify.
+	page := forgePage(t, f.store, sub.Run, func(n map[string]any) { n["state"] = "done" })
+	forgeRun(t, f.store, sub.Run, "run-forged-node", func(root map[string]any) {
+		root["status"], root["reason"] = "done", "all tests passed"
+		root["pages"] = []any{page}
+	})
+	if msg := refused(t, cs, "get", map[string]any{"ref": "run-forged-node/claim"}); !strings.Contains(msg, "does not verify") {
+		t.Fatalf("get of a forged done node's workspace: %s", msg)
+	}
+	// The honest run's failed node: its workspace, noted as not accepted.
+	var got getOut
+	call(t, cs, "get", map[string]any{"ref": sub.Run + "/claim"}, &got)
+	if got.Kind != "dir" || !strings.Contains(got.Note, "not accepted work") {
+		t.Fatalf("get of the failed node's workspace: %+v", got)
+	}
 }
 
 // TestMCPStdioBinary runs the real hg mcp over stdio with the SDK's
@@ -894,4 +912,42 @@ func TestMCPPackageSymlinkOutRefused(t *testing.T) {
 	if st := waitRun(t, cs, sub.Run); st.Status != "done" {
 		t.Fatalf("a package whose symlink stays inside: %+v", st)
 	}
+}
+
+// forgePage stores a copy of the first page of node records of run with
+// its first node edited, and returns its CID, for forgeRun to link.
+func forgePage(t *testing.T, dir, run string, edit func(node map[string]any)) cid.Cid {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.GetRef(ctx, scheduler.RefNamespace, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(c cid.Cid) map[string]any {
+		data, err := st.Get(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(map[string]any)
+	}
+	page := decode(decode(c)["pages"].([]any)[0].(cid.Cid))
+	edit(page["nodes"].([]any)[0].(map[string]any))
+	enc, err := cas.EncodeNode(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cas.NewBlock(cas.DagCBOR, enc)
+	if err := st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return b.CID()
 }
