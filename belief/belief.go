@@ -146,32 +146,59 @@ func Reduce(log []Entry) map[string]Binding {
 // Append adds ev to its class's log, after the newest event, and returns
 // its CID. Type, At and Prior are set here.
 func Append(ctx context.Context, st cas.Store, ev Event) (cid.Cid, error) {
-	if err := dag.CheckClass(ev.Class); err != nil {
-		return cid.Undef, err
-	}
-	ev.Type = TypeBelief
-	if ev.At == "" {
-		ev.At = time.Now().UTC().Format(time.RFC3339Nano)
-	}
-	head, err := st.GetRef(ctx, RefNamespace, ev.Class)
-	switch {
-	case errors.Is(err, cas.ErrNotFound):
-		ev.Prior = nil
-	case err != nil:
-		return cid.Undef, err
-	default:
-		ev.Prior = &cas.Link{Cid: head}
-	}
-	data, err := cas.Marshal(&ev)
+	out, err := appendAll(ctx, st, ev.Class, []Event{ev})
 	if err != nil {
 		return cid.Undef, err
 	}
-	b := cas.NewBlock(cas.DagCBOR, data)
-	if err := st.Put(ctx, b); err != nil {
-		return cid.Undef, err
+	return out[0], nil
+}
+
+// appendAll adds evs, all of class, to its log in order, all or none:
+// every event is stored before the log's ref moves, once, to the last.
+// Type, At and Prior are set here.
+func appendAll(ctx context.Context, st cas.Store, class string, evs []Event) ([]cid.Cid, error) {
+	if err := dag.CheckClass(class); err != nil {
+		return nil, err
 	}
-	if err := st.SetRef(ctx, RefNamespace, ev.Class, b.CID()); err != nil {
-		return cid.Undef, err
+	var prior *cas.Link
+	head, err := st.GetRef(ctx, RefNamespace, class)
+	switch {
+	case errors.Is(err, cas.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		prior = &cas.Link{Cid: head}
 	}
-	return b.CID(), nil
+	var (
+		blocks []cas.Block
+		out    []cid.Cid
+	)
+	for _, ev := range evs {
+		if ev.Class != class {
+			return nil, fmt.Errorf("an event of class %q in the log of %q", ev.Class, class)
+		}
+		ev.Type = TypeBelief
+		if ev.At == "" {
+			ev.At = time.Now().UTC().Format(time.RFC3339Nano)
+		}
+		ev.Prior = prior
+		data, err := cas.Marshal(&ev)
+		if err != nil {
+			return nil, err
+		}
+		b := cas.NewBlock(cas.DagCBOR, data)
+		blocks = append(blocks, b)
+		out = append(out, b.CID())
+		prior = &cas.Link{Cid: b.CID()}
+	}
+	if len(blocks) == 0 {
+		return nil, nil
+	}
+	if err := st.Put(ctx, blocks...); err != nil {
+		return nil, err
+	}
+	if err := st.SetRef(ctx, RefNamespace, class, out[len(out)-1]); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -221,3 +221,47 @@ func TestAnswerFrom(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// failingPuts is a store whose Put fails after n blocks.
+type failingPuts struct {
+	cas.Store
+	n int
+}
+
+func (f *failingPuts) Put(ctx context.Context, bs ...cas.Block) error {
+	for _, b := range bs {
+		if f.n == 0 {
+			return errors.New("disk full")
+		}
+		f.n--
+		if err := f.Store.Put(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A run's answers are learned all or none: a store that fails half-way
+// through leaves the log as it was.
+func TestCrystallizeAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	used := []belief.Crystal{
+		{Slot: "a", Value: "x", Source: belief.SourceClient, Asked: true},
+		{Slot: "b", Value: int64(5), Source: belief.SourceClient, Asked: true},
+	}
+	if _, err := belief.Crystallize(ctx, &failingPuts{Store: st, n: 1}, "c", "run-1", used); err == nil {
+		t.Fatal("no error from a store that failed")
+	}
+	if log, err := belief.Log(ctx, st, "c"); err != nil || len(log) != 0 {
+		t.Fatalf("after a failed crystallization: %d events, %v", len(log), err)
+	}
+	written, err := belief.Crystallize(ctx, st, "c", "run-1", used)
+	if err != nil || len(written) != 2 {
+		t.Fatalf("written %d, %v", len(written), err)
+	}
+	log, err := belief.Log(ctx, st, "c")
+	if err != nil || len(log) != 2 || log[0].Slot != "a" || log[1].Slot != "b" || log[1].Event.Prior == nil || log[1].Event.Prior.Cid != log[0].CID {
+		t.Fatalf("log %+v, %v", log, err)
+	}
+}

@@ -194,15 +194,15 @@ func Values(all []*Resolved) map[string]any {
 // reached its outcome used: each asked answer the log does not already
 // hold becomes an event naming the run and where the answer came from
 // (assert for an unbound slot, supersede for one bound to another value).
-// Values the log gave and defaults teach nothing new. It returns the
-// events written.
+// Values the log gave and defaults teach nothing new. The events are
+// written all or none. It returns the events written.
 func Crystallize(ctx context.Context, st cas.Store, class, run string, decisions []Crystal) ([]cid.Cid, error) {
 	log, err := Log(ctx, st, class)
 	if err != nil {
 		return nil, err
 	}
 	state := Reduce(log)
-	var out []cid.Cid
+	var evs []Event
 	for _, d := range decisions {
 		if !d.Asked {
 			continue
@@ -214,14 +214,10 @@ func Crystallize(ctx context.Context, st cas.Store, class, run string, decisions
 			}
 			op = OpSupersede
 		}
-		c, err := Append(ctx, st, Event{Class: class, Slot: d.Slot, Op: op, Value: d.Value,
+		evs = append(evs, Event{Class: class, Slot: d.Slot, Op: op, Value: d.Value,
 			Cause: Cause{Kind: "run", Ref: run, Source: d.Source}})
-		if err != nil {
-			return out, err
-		}
-		out = append(out, c)
 	}
-	return out, nil
+	return appendAll(ctx, st, class, evs)
 }
 
 // Crystal is a decision a run used, as its record keeps it.

@@ -140,14 +140,21 @@ type TreeOptions struct {
 // followed. All blocks go through one [Writer], so a tree of many small
 // files costs few transactions. It returns the root tree CID.
 func PutTree(ctx context.Context, st BlockWriter, dir string, opts *TreeOptions) (cid.Cid, error) {
-	if opts == nil {
-		opts = &TreeOptions{}
-	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return cid.Undef, err
 	}
 	defer root.Close()
+	return PutTreeRoot(ctx, st, root, opts)
+}
+
+// PutTreeRoot is [PutTree] of the directory root opens: every entry is
+// read through it, so nothing outside it is read, whatever is renamed or
+// swapped for a symlink meanwhile.
+func PutTreeRoot(ctx context.Context, st BlockWriter, root *os.Root, opts *TreeOptions) (cid.Cid, error) {
+	if opts == nil {
+		opts = &TreeOptions{}
+	}
 	p := treePutter{ctx: ctx, root: root, w: NewWriter(st), opts: opts}
 	c, _, err := p.dir(".")
 	if err != nil {

@@ -163,7 +163,7 @@ func (r *runner) run(input map[string]any) (*Result, error) {
 			return nil, fmt.Errorf("package %s is not in the store", r.opts.PackageCID)
 		}
 		r.pkgCID = r.opts.PackageCID
-	} else if r.pkgCID, err = cas.PutTree(r.ctx, r.st, r.pkg.Dir, nil); err != nil {
+	} else if r.pkgCID, err = PutPackage(r.ctx, r.st, r.pkg.Dir, r.opts.StoreDir); err != nil {
 		return nil, fmt.Errorf("store package: %w", err)
 	}
 	in, err := r.put(ledger.NewInputPacket(InputSchema, input, r.opts.Upstream))

@@ -175,7 +175,7 @@ func (e *execution) packageBlocks(ctx context.Context, pkg *haygent.Package) (pk
 		return pb, nil
 	}
 	stg := newStaging(nil)
-	c, err := cas.PutTree(ctx, stg, pkg.Dir, nil)
+	c, err := haygent.PutPackage(ctx, stg, pkg.Dir, e.s.opts.StoreDir)
 	if err != nil {
 		return pkgBlocks{}, err
 	}

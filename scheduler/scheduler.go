@@ -181,7 +181,7 @@ func (s *Scheduler) Start(ctx context.Context, plan *Plan, id string) (string, e
 		if !ok {
 			stg := newStaging(nil)
 			var err error
-			if c, err = cas.PutTree(ctx, stg, pkg.Dir, nil); err != nil {
+			if c, err = haygent.PutPackage(ctx, stg, pkg.Dir, s.opts.StoreDir); err != nil {
 				return "", err
 			}
 			blocks, err := stg.blocks()

@@ -63,8 +63,9 @@ func workspaceDir(dir, p string) string {
 // trees in st and resolves their pins, and returns the Work Order with
 // each of those named by its tree, to be stored: from then on a run works
 // from the store alone. A tree named by CID or pin must be in st whole.
-// No store is stored: every directory named like one is left out, and so
-// is storeDir if it lies inside a workspace.
+// No store is stored: every directory named like one or holding what one
+// holds is left out, and so are storeDir if it lies inside a workspace
+// and its runner key under any other name (workspace.Fence.Keep).
 func storeWorkspaces(ctx context.Context, st cas.Store, plan *Plan, storeDir string) (*dag.WorkOrder, error) {
 	wo := plan.WorkOrder
 	var out *dag.WorkOrder
@@ -82,19 +83,15 @@ func storeWorkspaces(ctx context.Context, st cas.Store, plan *Plan, storeDir str
 			if err != nil {
 				return nil, fmt.Errorf("node %q: workspace %s: %w", name, dir, err)
 			}
-			c, err = cas.PutTree(ctx, st, dir, &cas.TreeOptions{
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				return nil, fmt.Errorf("node %q: store workspace %s: %w", name, dir, err)
+			}
+			c, err = cas.PutTreeRoot(ctx, st, root, &cas.TreeOptions{
 				Skipped: func(string, fs.FileMode) {},
-				Include: func(p string, isDir bool) bool {
-					if fence.Holds(p) {
-						return false
-					}
-					if !isDir {
-						return true
-					}
-					fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
-					return err != nil || !fence.IsStore(fi)
-				},
+				Include: fence.Keep(root, nil),
 			})
+			root.Close()
 			if err != nil {
 				return nil, fmt.Errorf("node %q: store workspace %s: %w", name, dir, err)
 			}

@@ -207,7 +207,10 @@ func openQuestions(g *globals, class string, open []*belief.Resolved, asJSON boo
 }
 
 // crystallize writes the decisions a run that reached its outcome used
-// into the belief log of its class.
+// into the belief log of its class, all of them or none. A run answered
+// by an MCP client teaches nothing unless hg mcp --learn named its
+// class: an answer a client gave binds its own run, not the operator's
+// next one (hg resume of such a run learns nothing either).
 func crystallize(ctx context.Context, g *globals, run string, asJSON bool) error {
 	st, err := g.openStore(false, commandLine(g.args))
 	if err != nil {
@@ -220,6 +223,9 @@ func crystallize(ctx context.Context, g *globals, run string, asJSON bool) error
 	}
 	var used []belief.Crystal
 	for _, d := range rec.Decisions {
+		if d.Asked && d.Source == belief.SourceClient && !g.learnClient[rec.Class] {
+			return nil
+		}
 		used = append(used, belief.Crystal{Slot: d.Slot, Value: d.Value, Source: d.Source, Asked: d.Asked})
 	}
 	written, err := belief.Crystallize(ctx, st, rec.Class, run, used)

@@ -19,9 +19,10 @@ func newMCPCmd(g *globals) *cobra.Command {
 		jobs                     int
 		maxInline                int64
 		maxRuns                  int
+		learn                    []string
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp [--root DIR] [--adapter SPEC] [-j N] [--max-inline BYTES] [--max-runs N]",
+		Use:   "mcp [--root DIR] [--adapter SPEC] [-j N] [--max-inline BYTES] [--max-runs N] [--learn CLASS ...]",
 		Short: "serve the Model Context Protocol on stdin and stdout: an agent drives hg, and still cannot write PASS",
 		Long: `Serve the Model Context Protocol over stdin and stdout, for an agent (an MCP
 client) to drive hg with these tools, and no others:
@@ -42,7 +43,10 @@ No tool sets a status, signs, trusts a key, approves, writes a pin, a ref
 or a belief event, edits a record, or writes a file: what a submitted run
 records, the scheduler records, accepting a node only on a receipt it
 verified, under the same deny-by-default permissions and confinement as hg
-run. Slots are answered by --adapter, never by the client.
+run. Slots are answered by --adapter, never by the client. A client's
+answers to decisions bind its run only: a run that reaches its outcome
+writes them into its class's belief log (as hg run --answers does) only
+for a class named by --learn CLASS (repeatable), never by default.
 
 Files are read only under --root (default: the working directory, which
 may not be /), after
@@ -76,7 +80,7 @@ An MCP client's configuration:
 				root = "."
 			}
 			srv, stop, err := newMCPServer(cmd.Context(), mcpOptions{StoreDir: dir, Root: root, AdapterSpec: adapterSpec,
-				Model: model, Jobs: jobs, MaxInline: maxInline, MaxRuns: maxRuns})
+				Model: model, Jobs: jobs, MaxInline: maxInline, MaxRuns: maxRuns, Learn: learn})
 			if err != nil {
 				return err
 			}
@@ -94,5 +98,6 @@ An MCP client's configuration:
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 2, "run at most `N` nodes of a run at once")
 	cmd.Flags().Int64Var(&maxInline, "max-inline", mcpDefaultInline, "the largest file get returns, in `BYTES`")
 	cmd.Flags().IntVar(&maxRuns, "max-runs", mcpDefaultMaxRuns, "execute at most `N` submitted runs at once")
+	cmd.Flags().StringArrayVar(&learn, "learn", nil, "let runs teach the belief log of `CLASS` a client's answers (repeatable; default: no class)")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -104,7 +105,58 @@ func (r *mcpRoot) resolve(p string) (string, error) {
 	if within(r.store, real) || inStoreDir(r.dir, real) {
 		return "", fmt.Errorf("%s: inside a store: %w", p, errNotReadable)
 	}
+	if err := r.checkStoreContents(real); err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
 	return real, nil
+}
+
+// checkStoreContents refuses real, a resolved path under the root, if
+// it or a directory on its way is a store by its contents, whatever its
+// name (workspace.IsStoreDir), or if it is the store's runner key under
+// another name (a hard link).
+func (r *mcpRoot) checkStoreContents(real string) error {
+	rel, err := filepath.Rel(r.dir, real)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for d := filepath.ToSlash(rel); ; d = path.Dir(d) {
+		if workspace.IsStoreDir(root, d) {
+			return fmt.Errorf("inside a store: %w", errNotReadable)
+		}
+		if d == "." || d == "/" {
+			break
+		}
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	return r.checkNotKey(fi)
+}
+
+// checkNotKey refuses the file fi if it is the store's runner key, by
+// identity: a hard link to it is the key under another name.
+func (r *mcpRoot) checkNotKey(fi fs.FileInfo) error {
+	fence, err := r.fence(r.dir)
+	if err != nil {
+		return err
+	}
+	if fence.IsKey(fi) {
+		return fmt.Errorf("the runner key of a store, under another name: %w", errNotReadable)
+	}
+	return nil
+}
+
+// fence is the store fence of dir, made when asked: the runner key it
+// knows by identity may have been made since hg mcp started.
+func (r *mcpRoot) fence(dir string) (*workspace.Fence, error) {
+	return workspace.NewFence(dir, r.store)
 }
 
 // inStoreDir reports whether p, beneath root, is or lies inside a
@@ -124,7 +176,8 @@ func inStoreDir(root, p string) bool {
 }
 
 // open opens the file real, a path resolve returned, through an
-// [os.Root] at the root: no symlink put in its way since leads out.
+// [os.Root] at the root: no symlink put in its way since leads out. The
+// file opened is checked again: it must not be a runner key.
 func (r *mcpRoot) open(real string) (*os.File, error) {
 	rel, err := filepath.Rel(r.dir, real)
 	if err != nil {
@@ -135,7 +188,35 @@ func (r *mcpRoot) open(real string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	return root.Open(rel)
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = r.checkNotKey(fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openDir opens the directory real, a path resolve returned, as an
+// [os.Root] beneath the root's: a directory swapped for a symlink since
+// it was resolved leads nowhere outside, and a tree is read through it.
+func (r *mcpRoot) openDir(real string) (*os.Root, error) {
+	rel, err := filepath.Rel(r.dir, real)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.OpenRoot(rel)
 }
 
 // holdsStore reports whether dir is the store or one of its parents.
@@ -164,7 +245,7 @@ func (r *mcpRoot) confineWorkOrder(wo *dag.WorkOrder, dir string) error {
 	}
 	for _, name := range wo.Order {
 		n := wo.Nodes[name]
-		if _, err := r.resolveDir(at(n.Haygent)); err != nil {
+		if err := r.checkPackage(at(n.Haygent)); err != nil {
 			return fmt.Errorf("node %q: haygent: %w", name, err)
 		}
 		if ws := n.Workspace; ws != nil && ws.Dir != "" {
@@ -180,7 +261,7 @@ func (r *mcpRoot) confineWorkOrder(wo *dag.WorkOrder, dir string) error {
 // scheduler will store them.
 func (r *mcpRoot) confinePlan(plan *scheduler.Plan) error {
 	for _, name := range plan.WorkOrder.Order {
-		if _, err := r.resolveDir(plan.Packages[name].Dir); err != nil {
+		if err := r.checkPackage(plan.Packages[name].Dir); err != nil {
 			return fmt.Errorf("node %q: haygent: %w", name, err)
 		}
 	}
@@ -200,22 +281,67 @@ func (r *mcpRoot) resolveDir(p string) (string, error) {
 	return real, nil
 }
 
-// treeFence keeps a put tree's store directories out, as the scheduler
-// keeps them out of a workspace: every directory named .haygent, and the
-// store itself wherever it lies in the tree.
-func (r *mcpRoot) treeFence(dir string) (include func(p string, isDir bool) bool, err error) {
-	fence, err := workspace.NewFence(dir, r.store)
+// checkPackage checks a Haygent package directory before it is loaded
+// and stored whole: it lies under the root, holds no store (by name, by
+// identity or by its contents) and no runner key under another name, and
+// none of its symlinks leads out of the root or into a store (loading
+// reads its contracts through them). The tree is walked through a root
+// opened beneath the server's.
+func (r *mcpRoot) checkPackage(dir string) error {
+	real, err := r.resolveDir(dir)
+	if err != nil {
+		return err
+	}
+	root, err := r.openDir(real)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fence, err := r.fence(real)
+	if err != nil {
+		return err
+	}
+	var held string
+	keep := fence.Keep(root, func(p string) {
+		if held == "" {
+			held = p
+		}
+	})
+	if !keep(".", true) {
+		held = "."
+	}
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		if !keep(p, d.IsDir()) {
+			return fs.SkipAll
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if _, err := r.resolve(filepath.Join(real, filepath.FromSlash(p))); err != nil {
+				return fmt.Errorf("symlink %s: %w", p, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if held != "" {
+		return fmt.Errorf("%s holds a store or a runner key (%s): %w", dir, held, errNotReadable)
+	}
+	return nil
+}
+
+// treeFence keeps a put tree's stores out, as the scheduler keeps them
+// out of a workspace: every directory named .haygent, the store itself
+// wherever it lies in the tree, every directory that is a store by its
+// contents, and the runner key under any other name. dir is the tree's
+// path, root the directory opened.
+func (r *mcpRoot) treeFence(dir string, root *os.Root) (include func(p string, isDir bool) bool, err error) {
+	fence, err := r.fence(dir)
 	if err != nil {
 		return nil, err
 	}
-	return func(p string, isDir bool) bool {
-		if fence.Holds(p) {
-			return false
-		}
-		if !isDir {
-			return true
-		}
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
-		return err != nil || !fence.IsStore(fi)
-	}, nil
+	return fence.Keep(root, nil), nil
 }

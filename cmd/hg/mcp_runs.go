@@ -161,6 +161,9 @@ func (s *mcpServer) submit(ctx context.Context, _ *mcp.CallToolRequest, in submi
 		}
 		return nil, submitOut{}, err
 	}
+	if err := s.storeWorkspaces(ctx, plan.Plan); err != nil {
+		return nil, submitOut{}, err
+	}
 	out := submitOut{}
 	for _, d := range plan.Decisions {
 		out.Decisions = append(out.Decisions, decisionRec{Decision: d.Slot, Asked: d.Asked, Source: d.Source, Value: jsonValue(d.Value)})

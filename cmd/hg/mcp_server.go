@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/haygent/hg/dag"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,10 +17,11 @@ import (
 // content (put), read the store (get, status, report, belief), check
 // (plan, verify) and run a Work Order as hg run does (submit); none can
 // set a node's state or a run's status, sign, trust a key, write a pin,
-// a ref or a belief event of its own, approve, or write a file: the only
-// records that change are those the scheduler itself writes for a
-// submitted run, under the same permissions, acceptance and verification
-// as hg run. mcpToolNames is the whole list; the tests hold the server to
+// a ref or a belief event, approve, or write a file: the only records
+// that change are those the scheduler itself writes for a submitted run,
+// under the same permissions, acceptance and verification as hg run. A
+// client's answers bind its run only: they are learned into the belief
+// log of a class only when the operator named it (hg mcp --learn). mcpToolNames is the whole list; the tests hold the server to
 // it.
 var mcpToolNames = []string{"belief", "get", "plan", "put", "report", "status", "submit", "verify"}
 
@@ -31,7 +33,8 @@ type mcpServer struct {
 	adapterSpec string   // who answers slots in submitted runs (hg mcp --adapter), never a client
 	model       string
 	jobs        int
-	maxInline   int64 // the largest file get returns
+	maxInline   int64           // the largest file get returns
+	learn       map[string]bool // the classes whose belief logs a client's answers may be written to (hg mcp --learn)
 	runs        *mcpRuns
 }
 
@@ -44,6 +47,7 @@ type mcpOptions struct {
 	Jobs        int
 	MaxInline   int64
 	MaxRuns     int
+	Learn       []string // classes a run that reaches its outcome may teach the client's answers
 }
 
 // newMCPServer returns the MCP server of a store, and a function that
@@ -66,8 +70,15 @@ func newMCPServer(ctx context.Context, o mcpOptions) (*mcp.Server, func(), error
 	if o.MaxRuns <= 0 {
 		o.MaxRuns = mcpDefaultMaxRuns
 	}
+	learn := map[string]bool{}
+	for _, class := range o.Learn {
+		if err := dag.CheckClass(class); err != nil {
+			return nil, nil, usageError{fmt.Errorf("--learn %q: %w", class, err)}
+		}
+		learn[class] = true
+	}
 	s := &mcpServer{storeDir: o.StoreDir, root: root, adapterSpec: o.AdapterSpec, model: o.Model,
-		jobs: o.Jobs, maxInline: o.MaxInline, runs: newMCPRuns(ctx, o.MaxRuns)}
+		jobs: o.Jobs, maxInline: o.MaxInline, learn: learn, runs: newMCPRuns(ctx, o.MaxRuns)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hg", Title: "hg: evidence-gated agent work", Version: version()},
 		&mcp.ServerOptions{Instructions: mcpInstructions})
 	s.register(srv)
@@ -91,7 +102,8 @@ func (s *mcpServer) register(srv *mcp.Server) {
 		guard(s.put))
 	mcp.AddTool(srv, &mcp.Tool{Name: "get", Annotations: ro,
 		Description: "Read a file back (inline: text, or base64 when not UTF-8; at most the server's inline limit), or list a tree. " +
-			"ref is a CID, a pin name, or RUN/NODE (the final workspace of a node of a run); path walks into a tree. Writes no file."},
+			"ref is a CID, a pin name, or RUN/NODE (the final workspace of a node of a run, refused unless hg's verification of the run holds); " +
+			"path walks into a tree. Writes no file."},
 		guard(s.get))
 	mcp.AddTool(srv, &mcp.Tool{Name: "plan", Annotations: ro,
 		Description: "Validate a Work Order file (under the root) and return its waves and its decisions: which the belief log binds, " +
@@ -138,7 +150,8 @@ func guard[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Ou
 // is ever asked on a terminal). Never the process's stdout, which
 // carries the protocol.
 func (s *mcpServer) globals(out, errw io.Writer) *globals {
-	return &globals{store: s.storeDir, args: []string{"mcp"}, ui: &ui{stdin: strings.NewReader(""), stdout: out, stderr: errw}}
+	return &globals{store: s.storeDir, args: []string{"mcp"}, ui: &ui{stdin: strings.NewReader(""), stdout: out, stderr: errw},
+		learnClient: s.learn}
 }
 
 // cli runs one hg command in this process against the server's store,

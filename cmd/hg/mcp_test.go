@@ -17,6 +17,8 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -206,7 +208,7 @@ func TestMCPToolSet(t *testing.T) {
 // file put and got back.
 func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, mcpOptions{})
+	cs := f.connect(t, mcpOptions{Learn: []string{"release"}})
 
 	var plan planOut
 	call(t, cs, "plan", map[string]any{"workorder": "workorders/release.json"}, &plan)
@@ -259,7 +261,8 @@ func TestMCPDrivesWorkOrderToDone(t *testing.T) {
 		t.Fatalf("verify: %+v", v)
 	}
 
-	// The answers were learned for the class: a second order asks none.
+	// The answers were learned for the class (hg mcp --learn release):
+	// a second order asks none.
 	var b beliefOut
 	call(t, cs, "belief", map[string]any{"class": "release"}, &b)
 	if len(b.Bound) != 3 || !strings.Contains(b.Bound[0].Cause, "(answered by an MCP client)") {
@@ -636,6 +639,22 @@ func TestMCPClaimedPassDoesNotCount(t *testing.T) {
 	if st.Verified == nil || !*st.Verified {
 		t.Fatalf("status of the honest halted run: verified %v (%s), want true", st.Verified, st.Unverified)
 	}
+	// get RUN/NODE of a record forged to say the node is done (its
+	// receipt a HALT) hands out no workspace: the run does not verify.
+	page := forgePage(t, f.store, sub.Run, func(n map[string]any) { n["state"] = "done" })
+	forgeRun(t, f.store, sub.Run, "run-forged-node", func(root map[string]any) {
+		root["status"], root["reason"] = "done", "all tests passed"
+		root["pages"] = []any{page}
+	})
+	if msg := refused(t, cs, "get", map[string]any{"ref": "run-forged-node/claim"}); !strings.Contains(msg, "does not verify") {
+		t.Fatalf("get of a forged done node's workspace: %s", msg)
+	}
+	// The honest run's failed node: its workspace, noted as not accepted.
+	var got getOut
+	call(t, cs, "get", map[string]any{"ref": sub.Run + "/claim"}, &got)
+	if got.Kind != "dir" || !strings.Contains(got.Note, "not accepted work") {
+		t.Fatalf("get of the failed node's workspace: %+v", got)
+	}
 }
 
 // TestMCPStdioBinary runs the real hg mcp over stdio with the SDK's
@@ -803,4 +822,132 @@ func TestMCPGuard(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "internal error (a bug in hg): assignment to entry in nil map") {
 		t.Fatalf("a panicking tool: %v", err)
 	}
+}
+
+// TestMCPLearnsNothingByDefault: a client's answers bind the run they
+// were given for, and no other. Without hg mcp --learn naming the class,
+// a run that reaches its outcome writes no belief event, so the
+// operator's next order of the class is asked again; another class
+// named by --learn does not open this one; hg resume of the run learns
+// nothing either.
+func TestMCPLearnsNothingByDefault(t *testing.T) {
+	f := newMCPFixture(t)
+	cs := f.connect(t, mcpOptions{Learn: []string{"other"}})
+	before := storeState(t, f.store)
+	var sub submitOut
+	call(t, cs, "submit", map[string]any{"workorder": "workorders/release.json",
+		"answers": map[string]any{"platform": "darwin", "channel": "stable", "retention": 1}}, &sub)
+	if st := waitRun(t, cs, sub.Run); st.Status != "done" {
+		t.Fatalf("run %s: %+v", sub.Run, st)
+	}
+	// The run used the answers.
+	var rep reportOut
+	call(t, cs, "report", map[string]any{"ref": sub.Run}, &rep)
+	if !strings.Contains(rep.Report, "channel = \"stable\"  (asked, answered by an MCP client)") {
+		t.Fatalf("report:\n%s", rep.Report)
+	}
+	var b beliefOut
+	call(t, cs, "belief", map[string]any{"class": "release"}, &b)
+	if len(b.Log) != 0 {
+		t.Fatalf("a client's answers were learned: %+v", b)
+	}
+	var plan planOut
+	call(t, cs, "plan", map[string]any{"workorder": "workorders/release.json"}, &plan)
+	if len(plan.Open) != 3 {
+		t.Fatalf("the next plan: open %v, want all three", plan.Open)
+	}
+	// Resumed by the operator (the run is done: nothing runs), still nothing.
+	if out, err := exec.Command(hgBinary(t), "--store", f.store, "resume", sub.Run).CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v: %s", err, out)
+	} else if strings.Contains(string(out), "learned") {
+		t.Fatalf("resume learned: %s", out)
+	}
+	after := storeState(t, f.store)
+	for line := range strings.SplitSeq(after, "\n") {
+		if strings.HasPrefix(line, "ref belief/") {
+			t.Fatalf("a belief ref was written: %s\n%s", line, before)
+		}
+	}
+}
+
+// TestMCPPackageSymlinkOutRefused: a package whose file is a symlink
+// leading out of the root (loading would read the file out there, and
+// only the link would be stored) is refused before it is loaded; one
+// whose symlink stays inside the root is run.
+func TestMCPPackageSymlinkOutRefused(t *testing.T) {
+	f := newMCPFixture(t)
+	outside := t.TempDir()
+	schema := filepath.Join(outside, "input.schema.json")
+	if err := os.WriteFile(schema, []byte(`{"type": "object"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"outlink", "inlink"} {
+		dir := filepath.Join(f.root, "haygents", p)
+		if out, err := exec.Command("cp", "-a", "../../fixtures/haygents/echo", dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		target := schema
+		if p == "inlink" {
+			target = "../../echo/contracts/input.schema.json"
+		}
+		file := filepath.Join(dir, "contracts", "input.schema.json")
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, file); err != nil {
+			t.Fatal(err)
+		}
+		f.write(t, "workorders/"+p+".json", `{"workorder": "`+p+`", "objective": "a package with a symlink",
+			"nodes": {"n": {"haygent": "../haygents/`+p+`", "input": {"value": 1, "trail": []}}}}`)
+	}
+	cs := f.connect(t, mcpOptions{})
+	for _, tool := range []string{"plan", "submit"} {
+		msg := refused(t, cs, tool, map[string]any{"workorder": "workorders/outlink.json"})
+		if !strings.Contains(msg, "symlink contracts/input.schema.json") || !strings.Contains(msg, "outside") || strings.Contains(msg, outside) {
+			t.Errorf("%s of a package with a symlink out: %s", tool, msg)
+		}
+	}
+	var sub submitOut
+	call(t, cs, "submit", map[string]any{"workorder": "workorders/inlink.json"}, &sub)
+	if st := waitRun(t, cs, sub.Run); st.Status != "done" {
+		t.Fatalf("a package whose symlink stays inside: %+v", st)
+	}
+}
+
+// forgePage stores a copy of the first page of node records of run with
+// its first node edited, and returns its CID, for forgeRun to link.
+func forgePage(t *testing.T, dir, run string, edit func(node map[string]any)) cid.Cid {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.GetRef(ctx, scheduler.RefNamespace, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(c cid.Cid) map[string]any {
+		data, err := st.Get(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := cas.DecodeNode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(map[string]any)
+	}
+	page := decode(decode(c)["pages"].([]any)[0].(cid.Cid))
+	edit(page["nodes"].([]any)[0].(map[string]any))
+	enc, err := cas.EncodeNode(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cas.NewBlock(cas.DagCBOR, enc)
+	if err := st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return b.CID()
 }

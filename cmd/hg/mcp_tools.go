@@ -51,23 +51,24 @@ func (s *mcpServer) put(ctx context.Context, _ *mcp.CallToolRequest, in putIn) (
 		return nil, putOut{}, err
 	}
 	var out putOut
+	var tree cid.Cid
+	if info.IsDir() {
+		// Read through a root opened beneath the server's: a directory
+		// on the way swapped for a symlink since the path was resolved
+		// leads out of neither.
+		if tree, err = s.putDir(ctx, p, false); err != nil {
+			return nil, putOut{}, err
+		}
+	}
 	g := s.globals(io.Discard, io.Discard)
 	err = g.withStore(false, func(st cas.Store) error {
 		switch {
 		case info.IsDir():
-			include, err := s.root.treeFence(p)
+			in, err := cas.Stat(ctx, st, tree)
 			if err != nil {
 				return err
 			}
-			c, err := cas.PutTree(ctx, st, p, &cas.TreeOptions{Include: include})
-			if err != nil {
-				return err
-			}
-			in, err := cas.Stat(ctx, st, c)
-			if err != nil {
-				return err
-			}
-			out = putOut{CID: c.String(), Kind: cas.KindDir, Size: in.Size}
+			out = putOut{CID: tree.String(), Kind: cas.KindDir, Size: in.Size}
 		case info.Mode().IsRegular():
 			// Opened through the root, which follows no symlink out of
 			// it: a path swapped for one since it was resolved fails.
@@ -122,11 +123,15 @@ func (s *mcpServer) get(ctx context.Context, _ *mcp.CallToolRequest, in getIn) (
 	}
 	var hints bytes.Buffer
 	g := s.globals(io.Discard, &hints)
-	var out getOut
+	var (
+		out     getOut
+		nodeRun string // RUN of RUN/NODE
+	)
 	err := g.withStore(true, func(st cas.Store) error {
 		c, err := resolve(ctx, st, in.Ref)
 		if i := strings.LastIndex(in.Ref, "/"); err != nil && i > 0 {
-			c, err = nodeFinalWorkspace(ctx, g, st, in.Ref[:i], in.Ref[i+1:])
+			nodeRun = in.Ref[:i]
+			c, err = nodeFinalWorkspace(ctx, g, st, nodeRun, in.Ref[i+1:])
 		}
 		if err != nil {
 			return err
@@ -140,10 +145,40 @@ func (s *mcpServer) get(ctx context.Context, _ *mcp.CallToolRequest, in getIn) (
 		out, err = s.read(ctx, st, c, kind)
 		return err
 	})
+	if err == nil && nodeRun != "" {
+		// A node's state is the run record's, which only hg's
+		// verification of the run says holds: a record forged to say a
+		// node is done hands out nothing.
+		err = s.checkRunVerifies(ctx, nodeRun)
+	}
+	if err != nil {
+		return nil, getOut{}, err
+	}
 	if h := strings.TrimSpace(hints.String()); h != "" {
 		out.Note = h
 	}
 	return nil, out, err
+}
+
+// checkRunVerifies is nil if hg's verification of run (as asked for,
+// not the id its record holds) holds now, else an error naming the
+// first check that failed.
+func (s *mcpServer) checkRunVerifies(ctx context.Context, run string) error {
+	_, rep, err := s.verify(ctx, nil, verifyIn{Ref: run})
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", run, err)
+	}
+	if !rep.OK {
+		why := "no check passed"
+		if f := rep.FirstFailure; f != nil {
+			why = f.Check + ": " + f.Detail
+			if f.Node != "" {
+				why = "node " + f.Node + ": " + why
+			}
+		}
+		return fmt.Errorf("run %s does not verify (%s): none of its workspaces is handed out", run, why)
+	}
+	return nil
 }
 
 // walkTree follows path from the tree c, each step a name of the tree

@@ -20,6 +20,10 @@ type globals struct {
 	store string
 	args  []string // the command line, for the store's holder file
 	ui    *ui
+	// learnClient are the classes whose belief logs a run that reaches
+	// its outcome may teach answers an MCP client gave (hg mcp --learn);
+	// for every other class, and every other command, none.
+	learnClient map[string]bool
 }
 
 // Main runs hg with os.Args and returns the exit code.

@@ -23,12 +23,14 @@ const RuleStore = "inside an hg store"
 
 // Fence says which paths of one workspace belong to an hg store: every
 // directory named [StoreDirName] at any depth, and the store directories
-// it was made with that lie inside the workspace. A nil *Fence fences the
+// it was made with that lie inside the workspace ([Fence.Keep] also knows
+// a store by its contents, and its runner key under any name). A nil *Fence fences the
 // directories named StoreDirName only.
 type Fence struct {
 	all    bool          // the workspace itself is, or is inside, a store
 	stores []string      // store directories inside the workspace, cleaned, slash-separated
 	ids    []fs.FileInfo // the same directories, to know them by identity under any name
+	keys   []fs.FileInfo // the runner keys of every store it was made with, inside the workspace or not
 }
 
 // NewFence returns the fence of the workspace dir. stores are the paths
@@ -52,6 +54,10 @@ func NewFence(dir string, stores ...string) (*Fence, error) {
 		real, err := resolve(s)
 		if err != nil {
 			return nil, err
+		}
+		// A hard link to the key may lie anywhere.
+		if fi, err := os.Stat(filepath.Join(real, "keys", "runner.key")); err == nil {
+			f.keys = append(f.keys, fi)
 		}
 		if rel, err := filepath.Rel(real, ws); err == nil && !up(rel) {
 			f.all = true // the workspace is the store or inside it
