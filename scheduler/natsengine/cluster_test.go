@@ -266,7 +266,9 @@ func clusterFailover(t *testing.T, killLeaders bool) {
 		t.Fatal(err)
 	}
 	c := startCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+	// Generous: three servers electing leaders under -race on a loaded
+	// two-core machine; the run itself takes 10 to 40 seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	admin := c.connect("admin")
 	js, err := jetstream.New(admin)
