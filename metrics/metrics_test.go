@@ -277,45 +277,19 @@ func editNode(t *testing.T, st cas.Store, run, node string, edit func(map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(c cid.Cid) map[string]any {
-		data, err := st.Get(ctx, c)
-		if err != nil {
-			t.Fatal(err)
+	rc, n, err := tamper.EditRecord(ctx, st, root, nil, func(m map[string]any) bool {
+		if m["name"] != node {
+			return false
 		}
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n.(map[string]any)
+		edit(m)
+		return true
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("run %s has no node %s (%v)", run, node, err)
 	}
-	put := func(m map[string]any) cid.Cid {
-		data, err := cas.EncodeNode(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := cas.NewBlock(cas.DagCBOR, data)
-		if err := st.Put(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		return b.CID()
+	if err := st.SetRef(ctx, scheduler.RefNamespace, run, rc); err != nil {
+		t.Fatal(err)
 	}
-	r := get(root)
-	pages := r["pages"].([]any)
-	for i, p := range pages {
-		page := get(p.(cid.Cid))
-		for _, n := range page["nodes"].([]any) {
-			if m := n.(map[string]any); m["name"] == node {
-				edit(m)
-				pages[i] = put(page)
-				r["pages"] = pages
-				if err := st.SetRef(ctx, scheduler.RefNamespace, run, put(r)); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	t.Fatalf("run %s has no node %s", run, node)
 }
 
 // A PASS that hg recheck regresses is a false PASS found, and no longer a

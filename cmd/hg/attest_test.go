@@ -591,39 +591,12 @@ func forgeRecordAs(t *testing.T, dir, rec, as string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode := func(c cid.Cid) map[string]any {
-		data, err := st.Get(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n.(map[string]any)
+	forged, _, err := tamper.EditRecord(ctx, st, c, func(root map[string]any) { root["run"] = as },
+		func(n map[string]any) bool { n["memo"] = true; return true })
+	if err != nil {
+		t.Fatal(err)
 	}
-	put := func(n map[string]any) cid.Cid {
-		enc, err := cas.EncodeNode(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := cas.NewBlock(cas.DagCBOR, enc)
-		if err := st.Put(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		return b.CID()
-	}
-	root := decode(c)
-	root["run"] = as
-	pages := root["pages"].([]any)
-	for i, p := range pages {
-		page := decode(p.(cid.Cid))
-		for _, n := range page["nodes"].([]any) {
-			n.(map[string]any)["memo"] = true
-		}
-		pages[i] = put(page)
-	}
-	return put(root).String()
+	return forged.String()
 }
 
 // TestAttestOnlyWhatTheRunStillHolds: hg attest signs a PASS only for

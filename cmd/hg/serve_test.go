@@ -132,40 +132,17 @@ func (f *serveFixture) rewriteNode(t *testing.T, run, node string, key ed25519.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode := func(c cid.Cid) map[string]any {
-		data, err := st.Get(ctx, c)
-		if err != nil {
-			t.Fatal(err)
+	rc, n, err := tamper.EditRecord(ctx, st, root, nil, func(m map[string]any) bool {
+		if m["name"] != node {
+			return false
 		}
-		n, err := cas.DecodeNode(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n.(map[string]any)
+		m["receipt"] = nc
+		return true
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("edit the record of %s: %d nodes, %v", run, n, err)
 	}
-	put := func(n map[string]any) cid.Cid {
-		enc, err := cas.EncodeNode(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := cas.NewBlock(cas.DagCBOR, enc)
-		if err := st.Put(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		return b.CID()
-	}
-	r := decode(root)
-	pages := r["pages"].([]any)
-	for i, p := range pages {
-		page := decode(p.(cid.Cid))
-		for _, nr := range page["nodes"].([]any) {
-			if m := nr.(map[string]any); m["name"] == node {
-				m["receipt"] = nc
-				pages[i] = put(page)
-			}
-		}
-	}
-	if err := st.SetRef(ctx, scheduler.RefNamespace, run, put(r)); err != nil {
+	if err := st.SetRef(ctx, scheduler.RefNamespace, run, rc); err != nil {
 		t.Fatal(err)
 	}
 	return nc
