@@ -628,12 +628,26 @@ func eventsByNode(rec *Record) (map[string][]RunEvent, verify.Check) {
 	return byNode, c
 }
 
+// heldBy reports whether receipt is the node's receipt or one of its
+// earlier attempts: the receipts the record says the node held.
+func heldBy(n NodeRecord, receipt cid.Cid) bool {
+	if n.Receipt != nil && n.Receipt.Cid == receipt {
+		return true
+	}
+	for _, e := range n.Earlier {
+		if e.Cid == receipt {
+			return true
+		}
+	}
+	return false
+}
+
 // nodeEventsCheck checks a node's state against the events that moved
 // it, oldest first: each event makes a move its kind allows; nothing
-// follows a deletion, and only a deletion a rewrite; a node rewritten or
-// deleted has the event that made it so, naming its state; a node whose
-// breaker is open is blocked; a done node's receipt is not one a
-// regression took back; and the later receipt a rewrite names verifies
+// follows a deletion, and only a deletion a rewrite; a regression names a
+// receipt the node held; a node rewritten or deleted has the event that
+// made it so, naming its state; a node whose breaker is open is blocked;
+// a done node's receipt is not one a regression took back; and the later receipt a rewrite names verifies
 // now, a PASS.
 func nodeEventsCheck(ctx context.Context, cv *verify.ChainVerifier, n NodeRecord, evs []RunEvent) (verify.Check, error) {
 	c := verify.Check{Name: CheckEvents}
@@ -664,6 +678,10 @@ func nodeEventsCheck(ctx context.Context, cv *verify.ChainVerifier, n NodeRecord
 		case EventRewritten, EventDeleted:
 			last = ev
 		case EventRegressed:
+			if !heldBy(n, ev.Receipt.Cid) {
+				c.Detail = fmt.Sprintf("a regressed event at %s names receipt %s, which the node never held", ev.At, ev.Receipt.Cid)
+				return c, nil
+			}
 			if n.State == dag.Done && n.Receipt != nil && n.Receipt.Cid == ev.Receipt.Cid {
 				c.Detail = fmt.Sprintf("the node is done with receipt %s, which regressed at %s: %s: %s", n.Receipt.Cid, ev.At, ev.Check, ev.Reason)
 				return c, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
 	"github.com/haygent/hg/haygent/verify"
+	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -121,6 +122,28 @@ func TestVerifyRun(t *testing.T) {
 			if node, first := v.FirstFailure(); node != "steady" || first == nil || first.Name != scheduler.CheckEarlier {
 				t.Fatalf("earlier attempt %s: first failure %s %+v, want steady's earlier attempts", forged.Cid, node, first)
 			}
+		}
+	})
+	t.Run("a regression of a receipt the node never held", func(t *testing.T) {
+		// A regressed event on probe (failed: "done with a regressed
+		// receipt" cannot catch it) naming a receipt: steady's, or its own.
+		regress := func(which string) *scheduler.RunVerification {
+			st := memstore.New()
+			_, rec := run(t, st, "halting-branch.json", scheduler.Options{Jobs: 2})
+			receipts := map[string]*cas.Link{}
+			for _, n := range rec.Nodes {
+				receipts[n.Name] = n.Receipt
+			}
+			rec.Events = append(rec.Events, scheduler.RunEvent{Kind: scheduler.EventRegressed, Node: "probe", From: dag.Done, To: dag.Failed,
+				Receipt: receipts[which], Check: "block hashes", Reason: "forged", At: "2026-12-01T00:00:00Z"})
+			return verifyRun(t, st, storeRecord(t, st, rec), runTrusted)
+		}
+		v := regress("steady")
+		if node, first := v.FirstFailure(); node != "probe" || first == nil || first.Name != scheduler.CheckEvents || !strings.Contains(first.Detail, "never held") {
+			t.Fatalf("first failure %s %+v, want probe's events", node, first)
+		}
+		if node, first := regress("probe").FirstFailure(); first != nil && first.Name == scheduler.CheckEvents {
+			t.Fatalf("a regression of the node's own receipt: %s %+v", node, first)
 		}
 	})
 	t.Run("done claimed for a halted run", func(t *testing.T) {
