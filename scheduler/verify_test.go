@@ -10,8 +10,8 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
-	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/dag"
+	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
