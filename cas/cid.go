@@ -97,22 +97,52 @@ func CheckHash(c cid.Cid) error {
 	return err
 }
 
-// minDigest is the shortest digest a CID may keep of its hash's output:
-// multihashes may be truncated, but one cut to no bytes (or a few) would
-// let any bytes pass for the block. 20 bytes keep 160 bits.
+// minDigest is the shortest digest a CID may keep of its hash's output,
+// and the shortest output a hash function may have: multihashes may be
+// truncated, but one cut to a few bytes (or a function of a few bytes'
+// output, as blake2b-8) would let other bytes pass for the block. 20
+// bytes keep 160 bits, as kubo requires.
 const minDigest = 20
 
-// fullDigest refuses a CID whose multihash keeps less than [minDigest]
-// bytes of its hash function's digest (or less than the whole of a
-// shorter one). The identity hash holds the bytes themselves, whatever
-// their length.
+// fullDigest refuses a CID whose hash function is not a cryptographic one
+// hg accepts ([hashAllowed]), or whose multihash keeps less than
+// [minDigest] bytes of its digest. The identity hash holds the bytes
+// themselves, whatever their length.
 func fullDigest(c cid.Cid) error {
 	p := c.Prefix()
 	if p.MhType == mh.IDENTITY {
 		return nil
 	}
-	if full, ok := mh.DefaultLengths[p.MhType]; ok && full > 0 && p.MhLength < min(full, minDigest) {
-		return fmt.Errorf("%w: the %s digest keeps %d bytes, fewer than the %d a CID must", ErrInvalid, mh.Codes[p.MhType], p.MhLength, min(full, minDigest))
+	if !hashAllowed(p.MhType) {
+		name := mh.Codes[p.MhType]
+		if name == "" {
+			name = fmt.Sprintf("0x%x", p.MhType)
+		}
+		return fmt.Errorf("%w: hash function %s is not one hg accepts (sha2-256, sha2-512, sha3, keccak, blake2b/blake2s of 160 bits or more, blake3): a weak or short hash would let other bytes pass for the block", ErrInvalid, name)
+	}
+	if p.MhLength < minDigest {
+		return fmt.Errorf("%w: the %s digest keeps %d bytes, fewer than the %d a CID must", ErrInvalid, mh.Codes[p.MhType], p.MhLength, minDigest)
 	}
 	return nil
+}
+
+// hashAllowed reports whether code is a cryptographic hash function of at
+// least [minDigest] bytes of output: never md5, sha1, murmur3 or a
+// blake2 of a short output, whose digests can be matched by other bytes.
+func hashAllowed(code uint64) bool {
+	switch code {
+	case mh.SHA2_256, mh.SHA2_512, mh.DBL_SHA2_256,
+		mh.SHA3_224, mh.SHA3_256, mh.SHA3_384, mh.SHA3_512,
+		mh.KECCAK_224, mh.KECCAK_256, mh.KECCAK_384, mh.KECCAK_512,
+		mh.SHAKE_256, mh.BLAKE3:
+		return true
+	}
+	// blake2b-N and blake2s-N: code BLAKE2x_MIN+N/8-1.
+	switch {
+	case code >= mh.BLAKE2B_MIN+minDigest-1 && code <= mh.BLAKE2B_MAX:
+		return true
+	case code >= mh.BLAKE2S_MIN+minDigest-1 && code <= mh.BLAKE2S_MAX:
+		return true
+	}
+	return false
 }
