@@ -60,6 +60,22 @@ func CheckName(name string) error {
 	return nil
 }
 
+// StoreDirName is the name of the directory an hg store lives in, which
+// hg looks for above the working directory.
+const StoreDirName = ".haygent"
+
+// CheckStoreName returns an error wrapping [ErrInvalid] if name is
+// [StoreDirName] in any case: a tree written out with such an entry would
+// plant a store (its keys, its trust list) that hg, run below it, would
+// find and use as its own. Writers of trees refuse it, as git refuses a
+// ".git" entry.
+func CheckStoreName(name string) error {
+	if strings.EqualFold(name, StoreDirName) {
+		return fmt.Errorf("entry %q is a store's directory name: hg does not write one out, since it would be taken for the store: %w", name, ErrInvalid)
+	}
+	return nil
+}
+
 // Check validates a tree node: its type, every entry's name, kind, mode
 // and link codec, and the strict order of names (which also rules out
 // duplicates).
@@ -410,6 +426,9 @@ func (g *treeGetter) dir(c cid.Cid, rel string) error {
 			return err
 		}
 		p := path.Join(rel, e.Name)
+		if err := CheckStoreName(e.Name); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
 		switch e.Kind {
 		case KindDir:
 			if err := g.root.Mkdir(p, 0o700); err != nil {

@@ -205,6 +205,35 @@ func putTree(t *testing.T, st cas.Store, entries []cas.TreeEntry) cid.Cid {
 	return b.CID()
 }
 
+// A tree holding a store's directory name (in any case) is a well-formed
+// tree, but is not written out: hg run below the output would take it for
+// its store, with the keys and trust list of whoever made the tree.
+func TestTreeStoreNameNotWritten(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	file, _, err := cas.PutFile(ctx, st, stringsReader("hg ed25519 seed AAAA"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := putTree(t, st, []cas.TreeEntry{{Name: "runner.key", Kind: cas.KindFile, Mode: 0o600, Size: 20, Link: cas.Link{Cid: file}}})
+	for _, name := range []string{".haygent", ".HayGent"} {
+		store := putTree(t, st, []cas.TreeEntry{{Name: "keys", Kind: cas.KindDir, Mode: 0o700, Link: cas.Link{Cid: keys}}})
+		proj := putTree(t, st, []cas.TreeEntry{{Name: name, Kind: cas.KindDir, Mode: 0o755, Link: cas.Link{Cid: store}}})
+		root := putTree(t, st, []cas.TreeEntry{{Name: "project", Kind: cas.KindDir, Mode: 0o755, Link: cas.Link{Cid: proj}}})
+		if _, err := cas.Stat(ctx, st, root); err != nil {
+			t.Fatalf("%s: stat: %v", name, err)
+		}
+		parent := t.TempDir()
+		err := cas.GetTree(ctx, st, root, filepath.Join(parent, "out"), nil)
+		if !errors.Is(err, cas.ErrInvalid) || !strings.Contains(err.Error(), "project/"+name) {
+			t.Fatalf("%s: GetTree = %v, want refused naming project/%s", name, err, name)
+		}
+		if left, _ := os.ReadDir(parent); len(left) != 0 {
+			t.Fatalf("%s: left behind: %v", name, left)
+		}
+	}
+}
+
 func TestTreeMaliciousNames(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()

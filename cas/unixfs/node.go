@@ -37,6 +37,10 @@ const (
 	// MaxDirDepth bounds the nesting of directories (Linux's PATH_MAX of
 	// 4096 bytes cannot hold more than 2048 names).
 	MaxDirDepth = 2048
+	// MaxSymlinkTarget bounds a symlink's target: Linux's PATH_MAX less
+	// its NUL. A longer one could not be created, and would cost its
+	// length again for every entry that links it.
+	MaxSymlinkTarget = 4095
 	// MaxFanout bounds a HAMT shard's fanout; kubo writes 256.
 	MaxFanout = 1 << 16
 )
@@ -163,6 +167,9 @@ func (n *Node) check() error {
 	case TypeSymlink:
 		if len(n.PB.Links) > 0 {
 			return invalid("symlink with links")
+		}
+		if len(d.Data) > MaxSymlinkTarget {
+			return invalid("symlink target of %d bytes, over %d", len(d.Data), MaxSymlinkTarget)
 		}
 	case TypeHAMTShard:
 		if !d.HasHashType || d.HashType != hashMurmur3 {

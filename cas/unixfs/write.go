@@ -17,7 +17,20 @@ import (
 type WriteOptions struct {
 	// Progress, if set, is called with the file content bytes done so far.
 	Progress func(done int64)
+	// MaxEntries bounds the files, directories and symlinks written; 0
+	// is DefaultMaxEntries. A small DAG can name a directory under many
+	// paths (each level linking the one below twice): what it expands to
+	// is counted as it is written, and refused past the bound.
+	MaxEntries int64
 }
+
+// DefaultMaxEntries is [WriteOptions].MaxEntries when it is 0.
+const DefaultMaxEntries = 1 << 22
+
+// maxPath bounds the length of a path written below dst: Linux's
+// PATH_MAX, which directories nested within [MaxDirDepth] could exceed
+// with long names (and cost memory at every level).
+const maxPath = 4096
 
 // WriteTree writes the UnixFS directory c into dst, which must not exist
 // or be an empty directory, as [cas.GetTree] writes an hg tree: into a
@@ -91,6 +104,7 @@ type treeWriter struct {
 	root     *os.Root
 	opts     *WriteOptions
 	done     int64
+	entries  int64
 	symlinks []symlink
 }
 
@@ -109,6 +123,19 @@ func (w *treeWriter) dir(n *Node, rel string, depth int) error {
 			return err
 		}
 		p := path.Join(rel, e.Name)
+		if err := cas.CheckStoreName(e.Name); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if len(p) > maxPath {
+			return fmt.Errorf("%s...: a path of %d bytes, over %d: %w", p[:64], len(p), maxPath, cas.ErrInvalid)
+		}
+		max := w.opts.MaxEntries
+		if max <= 0 {
+			max = DefaultMaxEntries
+		}
+		if w.entries++; w.entries > max {
+			return fmt.Errorf("the directory holds more than %d entries (files, directories and symlinks, counted along every path): %w", max, cas.ErrInvalid)
+		}
 		child, err := Load(w.ctx, w.st, e.CID)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/workspace"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/ipath"
 	"github.com/haygent/hg/cas/unixfs"
@@ -156,14 +157,34 @@ func putFile(ctx context.Context, g *globals, st cas.Store, path string, size in
 	return cas.PutFile(ctx, st, f, &cas.PutOptions{Progress: update})
 }
 
+// putTree stores the directory path as a tree, leaving out every hg
+// store in it (this one, and any directory that is a store by its name or
+// its contents) and any hard link to this store's runner key, each with a
+// warning: a tree is shared (bundles, hg serve, workspaces), a key never.
 func putTree(ctx context.Context, g *globals, st cas.Store, path string) (cid.Cid, error) {
+	dir, err := locateStore(g.store)
+	if err != nil {
+		return cid.Undef, err
+	}
+	fence, err := workspace.NewFence(path, dir)
+	if err != nil {
+		return cid.Undef, err
+	}
+	root, err := os.OpenRoot(path)
+	if err != nil {
+		return cid.Undef, err
+	}
+	defer root.Close()
 	update, finish := g.ui.progress("put", -1)
 	defer finish()
-	return cas.PutTree(ctx, st, path, &cas.TreeOptions{
+	return cas.PutTreeRoot(ctx, st, root, &cas.TreeOptions{
 		Progress: update,
 		Skipped: func(p string, mode os.FileMode) {
 			g.ui.warnf("skipped %s: a %s cannot be stored", p, mode.Type())
 		},
+		Include: fence.Keep(root, func(p string) {
+			g.ui.warnf("left out %s: an hg store (or its key) is never stored in a tree", p)
+		}),
 	})
 }
 

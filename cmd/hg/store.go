@@ -16,7 +16,7 @@ import (
 
 // storeDirName is the name of a store directory found by walking up from
 // the working directory. (Not ".hg": that is Mercurial's.)
-const storeDirName = ".haygent"
+const storeDirName = cas.StoreDirName
 
 var errNoStore = errors.New("no hg store found")
 

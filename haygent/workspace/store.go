@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/haygent/hg/cas"
 )
 
 // StoreDirName is the name of the directory 'hg init' makes a store in.
 // Every directory of that name in a workspace, at any depth and in any
 // letter case, is taken for an hg store.
-const StoreDirName = ".haygent"
+const StoreDirName = cas.StoreDirName // one name, wherever a store is looked for or refused
 
 // RuleStore: the path is an hg store or lies inside one. No step sees a
 // store or changes it, whatever the grants say: a store holds the
