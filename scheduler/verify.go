@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,41 +150,12 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	defer stopSigs()
 	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec)
 
-	obj, wo, err := LoadWorkOrder(ctx, st, rec)
-	if err == nil {
-		err = sameNodes(rec, wo)
-	}
+	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, Detail: fmt.Sprintf("%s: %v", rec.WorkOrder.Cid, err)})
+		return nil, err
+	}
+	if wo == nil {
 		return v, nil
-	}
-	v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
-	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
-	var events map[string][]RunEvent // by node; nil for a run without events
-	if len(rec.Events) > 0 {
-		var c verify.Check
-		events, c = eventsByNode(rec)
-		v.Checks = append(v.Checks, c)
-	}
-
-	// Each package tree is walked once, not once per receipt; one that
-	// is damaged is left to every receipt's own walk, which names it.
-	known := map[cid.Cid]bool{}
-	packages := make(map[string]cid.Cid, len(obj.Nodes))
-	for _, on := range obj.Nodes {
-		pkg := on.Haygent.Cid
-		packages[on.Name] = pkg
-		if _, seen := known[pkg]; seen {
-			continue
-		}
-		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		known[pkg] = err == nil
 	}
 	cv := verify.NewChainVerifier(st, trusted, known, cache)
 	perms := &permCache{st: st}
@@ -235,6 +207,94 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	default:
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// loadRunParts loads what verifying the run's nodes needs besides the
+// record: its Work Order (checked to name the record's nodes), its events
+// by node, each node's package and which package trees walk whole (each
+// walked once, not once per receipt; one that is damaged is left to every
+// receipt's own walk, which names it). The run-level checks it makes
+// (work order, outcome, events) are added to v; a nil Work Order with a
+// nil error means the run failed one that leaves nothing to verify.
+func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerification) (wo *dag.WorkOrder, events map[string][]RunEvent, packages map[string]cid.Cid, known map[cid.Cid]bool, err error) {
+	obj, wo, err := LoadWorkOrder(ctx, st, rec)
+	if err == nil {
+		err = sameNodes(rec, wo)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil, nil, ctx.Err()
+		}
+		v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, Detail: fmt.Sprintf("%s: %v", rec.WorkOrder.Cid, err)})
+		return nil, nil, nil, nil, nil
+	}
+	v.Checks = append(v.Checks, verify.Check{Name: CheckWorkOrder, OK: true, Detail: fmt.Sprintf("%s names the %d nodes", rec.WorkOrder.Cid, len(rec.Nodes))})
+	v.Checks = append(v.Checks, outcomeCheck(rec, wo))
+	if len(rec.Events) > 0 {
+		var c verify.Check
+		events, c = eventsByNode(rec)
+		v.Checks = append(v.Checks, c)
+	}
+	known = map[cid.Cid]bool{}
+	packages = make(map[string]cid.Cid, len(obj.Nodes))
+	for _, on := range obj.Nodes {
+		pkg := on.Haygent.Cid
+		packages[on.Name] = pkg
+		if _, seen := known[pkg]; seen {
+			continue
+		}
+		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, nil, nil, ctx.Err()
+		}
+		known[pkg] = err == nil
+	}
+	return wo, events, packages, known, nil
+}
+
+// VerifyNode verifies one node of the run whose record is at c as
+// [VerifyRun] verifies each node (its receipt with every receipt upstream
+// of it, its acceptance, its place in the run, its events and earlier
+// attempts), with the run-level checks (record, work order, outcome,
+// events), and no other node: a page about one node of a large run
+// pays for that node's chain, not the run's. The result's Nodes holds
+// the node alone; none when the run-level checks leave nothing to verify
+// or the run has no such node (a failed check "run record" says so).
+// cache, which may be nil, is the caller's (signatures checked, gates).
+func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, trusted []ed25519.PublicKey, cache *verify.Cache) (*RunVerification, error) {
+	v := &RunVerification{Record: c}
+	rec, err := LoadRecordAt(ctx, st, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, Detail: err.Error()})
+		return v, nil
+	}
+	v.Run, v.Status = rec.Run, rec.Status
+	i := slices.IndexFunc(rec.Nodes, func(n NodeRecord) bool { return n.Name == node })
+	if i < 0 {
+		v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, Detail: fmt.Sprintf("run %s has no node %q", rec.Run, node)})
+		return v, nil
+	}
+	v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, OK: true,
+		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
+	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v)
+	if err != nil {
+		return nil, err
+	}
+	if wo == nil {
+		return v, nil
+	}
+	if cache == nil {
+		cache = verify.NewCache()
+	}
+	cv := verify.NewChainVerifier(st, trusted, known, cache)
+	v.Nodes = make([]NodeVerification, 1)
+	if err := verifyNode(ctx, st, cv, &permCache{st: st}, rec, wo, packages, events, i, &v.Nodes[0]); err != nil {
 		return nil, err
 	}
 	return v, nil

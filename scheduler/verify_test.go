@@ -245,3 +245,42 @@ func TestVerifyRunSignatureBatches(t *testing.T) {
 		t.Fatalf("cancelled verification: err %v", err)
 	}
 }
+
+// VerifyNode gives a node the checks VerifyRun gives it, and the run's
+// own checks, without verifying the other nodes: a receipt of another
+// node spliced into the record fails its place in the run there too.
+func TestVerifyNode(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, NoCache: true})
+	whole := verifyRun(t, st, recordCID(t, st, rec.Run), runTrusted)
+	for _, n := range whole.Nodes {
+		v, err := scheduler.VerifyNode(ctx, st, recordCID(t, st, rec.Run), n.Node, runTrusted, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Nodes) != 1 || v.Nodes[0].Node != n.Node || !v.OK() || len(v.Nodes[0].Checks) != len(n.Checks) {
+			t.Fatalf("node %s: %d nodes, ok %v, %d checks (VerifyRun: %d)", n.Node, len(v.Nodes), v.OK(), len(v.Nodes[0].Checks), len(n.Checks))
+		}
+	}
+	for i, n := range rec.Nodes {
+		if n.Name == "right" {
+			for _, o := range rec.Nodes {
+				if o.Name == "left" {
+					rec.Nodes[i].Receipt, rec.Nodes[i].Acceptance = o.Receipt, o.Acceptance
+				}
+			}
+		}
+	}
+	forged := storeRecord(t, st, rec)
+	v, err := scheduler.VerifyNode(ctx, st, forged, "right", runTrusted, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node, first := v.FirstFailure(); node != "right" || first == nil || first.Name != scheduler.CheckPlace {
+		t.Fatalf("left's receipt on right: first failure %s %+v, want right's place in the run", node, first)
+	}
+	if v, err := scheduler.VerifyNode(ctx, st, forged, "nowhere", runTrusted, nil); err != nil || v.OK() {
+		t.Fatalf("a node the run does not have: ok %v, %v", v.OK(), err)
+	}
+}

@@ -606,6 +606,10 @@ func TestWorkspaceViewAgrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bare, err := cas.PutTree(ctx, st, src, &cas.TreeOptions{Include: func(p string, _ bool) bool { return p != "src/.HayGent" }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, grants := range []string{
 		`"read:file:src/**"`,
 		`"read:file:**"`,
@@ -627,10 +631,13 @@ func TestWorkspaceViewAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// hg get writes no store's directory out: the tree is
+			// written without it, and the directory made beside it.
 			out := filepath.Join(t.TempDir(), "ws")
-			if err := cas.GetTree(ctx, st, tree, out, nil); err != nil {
+			if err := cas.GetTree(ctx, st, bare, out, nil); err != nil {
 				t.Fatal(err)
 			}
+			mustWrite(t, filepath.Join(out, "src/.HayGent/keys/x"), "x")
 			res, err := haygent.Run(ctx, pkg, map[string]any{}, haygent.Options{Store: memstore.New(), Key: key, Workspace: out})
 			if err != nil {
 				t.Fatal(err)
