@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -223,5 +225,17 @@ func TestLayout(t *testing.T) {
 		if compact := n > boxesUpTo; g.Compact != compact || (compact && len(g.Edges) != 0) || (!compact && len(g.Edges) != n-1) {
 			t.Errorf("%d nodes: compact %v, %d edges", n, g.Compact, len(g.Edges))
 		}
+	}
+}
+
+// The server's log escapes what a request or a ledger puts in it: a path
+// holding terminal control sequences and a line of its own is one line.
+func TestLogEscaped(t *testing.T) {
+	var buf bytes.Buffer
+	s := &Server{cfg: Config{ErrorLog: log.New(&buf, "", 0)}}
+	s.logf("%s %s: %v", "GET", "/trees/\x1b]0;PWNED\a\x1b[2J\nhg: serving done", errors.New("busy"))
+	out := strings.TrimSuffix(buf.String(), "\n")
+	if strings.ContainsAny(out, "\x1b\a\n") || !strings.Contains(out, "hg: serving done: busy") {
+		t.Fatalf("log line %q", out)
 	}
 }

@@ -118,6 +118,9 @@ type nodeData struct {
 	Earlier                  []receiptLink
 	Receipt                  *receiptView
 	RunHref                  string
+	// Problem is the first check of the node in its run that fails
+	// (scheduler.VerifyNode): the record's claim about it does not hold.
+	Problem string
 }
 
 // nodePage shows a node of a run: its state in the record, and its
@@ -128,7 +131,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	if scheduler.CheckRunID(run) != nil {
 		return notFound("no run %q", run)
 	}
-	rec, _, err := scheduler.LoadRecord(ctx, st, run)
+	rec, root, err := scheduler.LoadRecord(ctx, st, run)
 	if err != nil {
 		return err
 	}
@@ -175,10 +178,31 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 		}
 		d.Earlier = append(d.Earlier, l)
 	}
+	// The node in its run, as hg verify RUN checks it: a receipt that
+	// verifies alone is this node's accepted work only if these hold.
+	nv, err := scheduler.VerifyNode(ctx, st, root, node, vr.cv)
+	if err != nil {
+		return err
+	}
+	var mine *scheduler.NodeVerification
+	if len(nv.Nodes) == 1 {
+		mine = &nv.Nodes[0]
+	}
+	if p := runProblem(nv); p != "" {
+		d.Problem = p
+	} else if mine != nil {
+		for _, c := range mine.Checks {
+			if !c.OK && c.Name != verify.CheckTrust {
+				d.Problem = c.Name + ": " + c.Detail
+				break
+			}
+		}
+	}
 	if n.Receipt != nil {
 		if d.Receipt, err = s.receiptView(ctx, st, vr, n.Receipt.Cid); err != nil {
 			return err
 		}
+		d.Receipt.Verdict = nodeVerdict(nv, mine, d.Receipt.Verdict)
 	}
 	return s.render(w, "node", d)
 }

@@ -48,8 +48,11 @@ type runData struct {
 	Graph                                svgGraph
 	Nodes                                []nodeRow
 	Counts                               []stateCount
-	Verified                             bool // the receipts' verdicts are in the table
-	LiveURL                              string
+	Verified                             bool // the run was verified for the page (its receipts' verdicts are in the table)
+	// VerifyProblem is, for a verified run, its first failed check
+	// ("NODE: CHECK: DETAIL" or "CHECK: DETAIL"); "" when all hold.
+	VerifyProblem string
+	LiveURL       string
 	// The table shows one page of nodes; the DAG shows them all.
 	NodeCount, Pages, First, Last int
 	PageLinks                     []pageLink
@@ -84,6 +87,19 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 	rec, root, err := scheduler.LoadRecord(ctx, st, run)
 	if err != nil {
 		return err
+	}
+	// A run small enough is verified whole for the page, as hg verify RUN
+	// does: a node's receipt reads PASS only if the node's checks in the
+	// run hold too, and the outcome holds only if every check does.
+	var rv *scheduler.RunVerification
+	if len(rec.Nodes) <= verifyOnRunPage {
+		trusted, err := s.cfg.Trusted()
+		if err != nil {
+			return err
+		}
+		if rv, err = scheduler.VerifyRun(ctx, st, root, trusted, nil); err != nil {
+			return err
+		}
 	}
 	shape, err := s.shapes.shape(ctx, st, rec)
 	if err != nil {
@@ -128,16 +144,22 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 	}
 	slices.SortFunc(d.Counts, func(a, b stateCount) int { return strings.Compare(a.State, b.State) })
 	d.Graph = layout(wo, shape.waves, states, func(node string) string { return nodeHref(run, node) })
-	var vr *verifier
-	if len(rec.Nodes) <= verifyOnRunPage {
-		known, err := packagesKnown(ctx, st, shape)
-		if err != nil {
-			return err
-		}
-		if vr, err = s.newVerifierKnown(st, known); err != nil {
-			return err
-		}
+	verdicts := map[string]*Verdict{}
+	if rv != nil {
 		d.Verified = true
+		if node, c := rv.FirstFailure(); c != nil {
+			d.VerifyProblem = c.Name + ": " + c.Detail
+			if node != "" {
+				d.VerifyProblem = node + ": " + d.VerifyProblem
+			}
+		}
+		for i := range rv.Nodes {
+			nv := &rv.Nodes[i]
+			if nv.Verification != nil {
+				v := nodeVerdict(rv, nv, verdictOf(nv.Verification))
+				verdicts[nv.Node] = &v
+			}
+		}
 	}
 	d.NodeCount = len(rec.Nodes)
 	d.Pages = max(1, (len(rec.Nodes)+tableRows-1)/tableRows)
@@ -157,13 +179,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 		row := nodeRow{Name: n.Name, State: n.State, Reason: n.Reason, Attempts: n.Attempts, Memo: n.Memo, Breaker: n.Breaker, Href: nodeHref(run, n.Name)}
 		if n.Receipt != nil {
 			row.Receipt = n.Receipt.Cid.String()
-			if vr != nil {
-				v, _, err := vr.verdict(ctx, n.Receipt.Cid)
-				if err != nil {
-					return err
-				}
-				row.Verdict = &v
-			}
+			row.Verdict = verdicts[n.Name]
 		}
 		d.Nodes = append(d.Nodes, row)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/verify"
+	"github.com/haygent/hg/internal/textsafe"
 )
 
 // Config is what a [Server] serves and how.
@@ -86,8 +87,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /runs/{run}/nodes/{node}", s.withStore(s.nodePage))
 	m.HandleFunc("GET /receipts/{cid}", s.withStore(s.receiptPage))
 	m.HandleFunc("GET /trees/{cid}/{path...}", s.withStore(s.treePage))
-	m.HandleFunc("GET /files/{cid}", s.withStore(s.fileDownload))
-	m.HandleFunc("GET /logs/{cid}", s.withStore(s.logDownload))
+	m.HandleFunc("GET /files/{cid}", s.withStoreStreaming(s.fileDownload))
+	m.HandleFunc("GET /logs/{cid}", s.withStoreStreaming(s.logDownload))
 	m.HandleFunc("GET /beliefs", s.withStore(s.beliefsPage))
 	m.HandleFunc("GET /beliefs/{class}", s.withStore(s.beliefPage))
 	m.HandleFunc("GET /metrics", s.withStore(s.metricsPage))
@@ -114,28 +115,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // storeHandler serves a page from the store, opened read-only for it.
 type storeHandler func(w http.ResponseWriter, r *http.Request, st cas.Store) error
 
-// withStore opens the store for one request and closes it when the page
-// is written. An error the handler returns becomes an error page.
+// withStore opens the store for one request, renders the page into
+// memory, and closes the store before a byte is sent: a client that reads
+// slowly, or never, holds no lock that would keep hg run from the store.
+// An error the handler returns becomes an error page.
 func (s *Server) withStore(h storeHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.cfg.Open(r.Context())
-		if err != nil {
-			var busy *cas.BusyError
-			code := http.StatusInternalServerError
-			if errors.As(err, &busy) {
-				code = http.StatusServiceUnavailable
-			}
-			s.fail(w, r, code, fmt.Errorf("the store cannot be opened: %w", err))
+		page := &pageBuffer{header: http.Header{}, code: http.StatusOK}
+		if err := s.serveFromStore(page, r, h); err != nil {
+			s.fail(w, r, statusOf(err), err)
 			return
 		}
-		err = h(w, r, st)
-		if cerr := st.Close(); err == nil && cerr != nil {
-			s.logf("close the store: %v", cerr)
-		}
-		if err != nil {
+		page.sendTo(w)
+	}
+}
+
+// withStoreStreaming is withStore for downloads, which go out as they
+// are read: the store stays open while a file is sent, and a client that
+// takes nothing for downloadStall is dropped, closing it.
+func (s *Server) withStoreStreaming(h storeHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.serveFromStore(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}, r, h); err != nil {
 			s.fail(w, r, statusOf(err), err)
 		}
 	}
+}
+
+// serveFromStore opens the store, runs h, and closes the store however h
+// ends (an aborted download panics with http.ErrAbortHandler).
+func (s *Server) serveFromStore(w http.ResponseWriter, r *http.Request, h storeHandler) (err error) {
+	st, err := s.cfg.Open(r.Context())
+	if err != nil {
+		var busy *cas.BusyError
+		if errors.As(err, &busy) {
+			return httpError{code: http.StatusServiceUnavailable, err: fmt.Errorf("the store cannot be opened: %w", err)}
+		}
+		return fmt.Errorf("the store cannot be opened: %w", err)
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil {
+			s.logf("close the store: %v", cerr)
+		}
+	}()
+	return h(w, r, st)
 }
 
 // httpError is an error with the status its page is served with.
@@ -207,9 +229,12 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) error {
 	return err
 }
 
+// logf logs a server-side error, every argument escaped for a terminal:
+// a request's path or a ledger's text cannot write control sequences, or
+// a line of its own, to the log hg serve's stderr shows.
 func (s *Server) logf(format string, args ...any) {
 	if s.cfg.ErrorLog != nil {
-		s.cfg.ErrorLog.Printf(format, args...)
+		s.cfg.ErrorLog.Print(textsafe.Sprintf(format, args...))
 	}
 }
 

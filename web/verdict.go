@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 
+	"github.com/haygent/hg/scheduler"
+
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
@@ -127,4 +129,58 @@ func (p *verifier) verdict(ctx context.Context, receipt cid.Cid) (Verdict, *veri
 		return Verdict{}, nil, err
 	}
 	return verdictOf(v), v, nil
+}
+
+// nodeVerdict is the verdict of a node's receipt in its run: the
+// receipt's own (receipt), unless a check of the node in the run fails
+// (its acceptance, its place in the run, its events, its earlier
+// attempts, or the run's record, Work Order and events): then the node's
+// receipt is not shown as this node's accepted work, whatever it is
+// alone. v is the scheduler's verification of the node (VerifyNode) or
+// of its run (VerifyRun); nv the node's part of it.
+func nodeVerdict(v *scheduler.RunVerification, nv *scheduler.NodeVerification, receipt Verdict) Verdict {
+	if c := runProblem(v); c != "" {
+		return Verdict{Kind: BrokenKind, Text: "broken: " + c, Status: shownStatus(receiptStatus(receipt), false)}
+	}
+	if nv == nil {
+		return receipt
+	}
+	var trust bool
+	for _, c := range nv.Checks {
+		switch {
+		case c.OK:
+		case c.Name == verify.CheckTrust:
+			trust = true
+		default:
+			return Verdict{Kind: BrokenKind, Text: "broken: " + c.Name + ": " + c.Detail, Status: shownStatus(receiptStatus(receipt), false)}
+		}
+	}
+	if trust && receipt.OK() {
+		return Verdict{Kind: Untrusted, Text: Untrusted, Status: shownStatus(receiptStatus(receipt), false)}
+	}
+	return receipt
+}
+
+// runProblem is the first failed check of the run itself that a node's
+// verdict depends on (its record, Work Order and events; not its
+// outcome, which is about the other nodes), as "CHECK: DETAIL", or "".
+func runProblem(v *scheduler.RunVerification) string {
+	for _, c := range v.Checks {
+		if !c.OK && c.Name != scheduler.CheckOutcome {
+			return c.Name + ": " + c.Detail
+		}
+	}
+	return ""
+}
+
+// receiptStatus recovers the receipt's own status from its verdict's
+// shown status: PASS when shown, HALT when shown, else unknown.
+func receiptStatus(v Verdict) string {
+	switch v.Status {
+	case ledger.StatusPass, notEstablished:
+		return ledger.StatusPass
+	case ledger.StatusHalt:
+		return ledger.StatusHalt
+	}
+	return ""
 }

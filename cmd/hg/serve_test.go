@@ -261,16 +261,28 @@ func TestServeVerdictNow(t *testing.T) {
 	if v, s := verdict("/runs/run-ok/nodes/left"); v != "verified" || s != "PASS" {
 		t.Fatalf("left: %s, %s", v, s)
 	}
+	// left's receipt made again and signed by another key, the record
+	// pointed at it: alone, the receipt follows the trust list; as the
+	// node's work in the run, it is no receipt the scheduler accepted.
 	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-	f.rewriteNode(t, "run-ok", "left", other, func(string, map[string]any) {})
-	if v, s := verdict("/runs/run-ok/nodes/left"); v != "signer not trusted" || s == "PASS" {
+	forged := f.rewriteNode(t, "run-ok", "left", other, func(string, map[string]any) {})
+	if v, s := verdict("/receipts/" + forged.String()); v != "signer not trusted" || s == "PASS" {
 		t.Errorf("signed by another key: %s, %s", v, s)
 	}
 	if out, errOut, code := f.hg("key", "trust", ledger.FormatPublicKey(other.Public().(ed25519.PublicKey))); code != 0 {
 		t.Fatalf("key trust: %d %s%s", code, out, errOut)
 	}
-	if v, s := verdict("/runs/run-ok/nodes/left"); v != "verified" || s != "PASS" {
+	if v, s := verdict("/receipts/" + forged.String()); v != "verified" || s != "PASS" {
 		t.Errorf("once trusted: %s, %s", v, s)
+	}
+	if v, s := verdict("/runs/run-ok/nodes/left"); !strings.HasPrefix(v, "broken: acceptance: ") || s == "PASS" {
+		t.Errorf("the forged receipt as left's work: %s, %s", v, s)
+	}
+	if _, body := getPage(h, "/runs/run-ok/nodes/left"); !strings.Contains(body, `id="node-problem">not verified: acceptance: `) {
+		t.Errorf("left's page does not say its record's claim fails")
+	}
+	if _, body := getPage(h, "/runs/run-ok"); !strings.Contains(body, `id="verify-problem">left: acceptance: `) || strings.Contains(body, "The outcome holds") {
+		t.Errorf("the run page does not say the run's verification fails at left")
 	}
 	// Damage the receipt block of middle on disk.
 	st, err := boltstore.Open(f.dir, &boltstore.Options{ReadOnly: true})

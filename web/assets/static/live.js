@@ -16,12 +16,12 @@
   function start() {
     var run = document.getElementById("run");
     if (!run || !run.dataset.live || !window.EventSource) { return; }
-    var byNode = {};
+    var byNode = Object.create(null); // a node may be named "constructor"
     document.querySelectorAll("[data-node]").forEach(function (el) {
       var n = el.getAttribute("data-node");
       (byNode[n] = byNode[n] || []).push(el);
     });
-    var stateCells = {};
+    var stateCells = Object.create(null);
     document.querySelectorAll("[data-state-of]").forEach(function (el) {
       stateCells[el.getAttribute("data-state-of")] = el;
     });
