@@ -263,8 +263,9 @@ func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerifica
 // pays for that node's chain, not the run's. The result's Nodes holds
 // the node alone; none when the run-level checks leave nothing to verify
 // or the run has no such node (a failed check "run record" says so).
-// cache, which may be nil, is the caller's (signatures checked, gates).
-func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, trusted []ed25519.PublicKey, cache *verify.Cache) (*RunVerification, error) {
+// Receipts are verified by cv, the caller's (its trusted keys, its
+// cache): a page that shows the node's receipt verifies it once.
+func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *verify.ChainVerifier) (*RunVerification, error) {
 	v := &RunVerification{Record: c}
 	rec, err := LoadRecordAt(ctx, st, c)
 	if err != nil {
@@ -282,17 +283,13 @@ func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, trust
 	}
 	v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
-	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v)
+	wo, events, packages, _, err := loadRunParts(ctx, st, rec, v)
 	if err != nil {
 		return nil, err
 	}
 	if wo == nil {
 		return v, nil
 	}
-	if cache == nil {
-		cache = verify.NewCache()
-	}
-	cv := verify.NewChainVerifier(st, trusted, known, cache)
 	v.Nodes = make([]NodeVerification, 1)
 	if err := verifyNode(ctx, st, cv, &permCache{st: st}, rec, wo, packages, events, i, &v.Nodes[0]); err != nil {
 		return nil, err
