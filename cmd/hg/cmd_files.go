@@ -11,12 +11,12 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
-	"github.com/haygent/hg/haygent/workspace"
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/ipath"
 	"github.com/haygent/hg/cas/unixfs"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/ledger"
+	"github.com/haygent/hg/haygent/workspace"
 	"github.com/haygent/hg/internal/textsafe"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
