@@ -120,6 +120,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 
 // readStates reads the run's status and node states from its record.
 func (s *Server) readStates(ctx context.Context, run string) (*liveState, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.gate.leave()
 	st, err := s.cfg.Open(ctx)
 	if err != nil {
 		return nil, err

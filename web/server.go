@@ -51,6 +51,7 @@ type Server struct {
 	shapes shapeCache    // Work Orders' shapes, by CID
 	pages  *template.Template
 	live   chan struct{} // one token per live view allowed at a time
+	gate   *storeGate    // pages hold the store one at a time, leaving writers a turn
 	mux    *http.ServeMux
 }
 
@@ -69,7 +70,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cache: verify.NewCache(), pages: pages, live: make(chan struct{}, maxLive), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, cache: verify.NewCache(), pages: pages, live: make(chan struct{}, maxLive), mux: http.NewServeMux(), gate: newStoreGate()}
 	s.routes()
 	return s, nil
 }
@@ -121,8 +122,13 @@ type storeHandler func(w http.ResponseWriter, r *http.Request, st cas.Store) err
 // An error the handler returns becomes an error page.
 func (s *Server) withStore(h storeHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.gate.enter(r.Context()); err != nil {
+			return // the client went away while it waited
+		}
 		page := &pageBuffer{header: http.Header{}, code: http.StatusOK}
-		if err := s.serveFromStore(page, r, h); err != nil {
+		err := s.serveFromStore(page, r, h)
+		s.gate.leave()
+		if err != nil {
 			s.fail(w, r, statusOf(err), err)
 			return
 		}
@@ -131,7 +137,8 @@ func (s *Server) withStore(h storeHandler) http.HandlerFunc {
 }
 
 // withStoreStreaming is withStore for downloads, which go out as they
-// are read: the store stays open while a file is sent, and a client that
+// are read: the store stays open while a file is sent (outside the gate
+// of pages, which a long download would hold up), and a client that
 // takes nothing for downloadStall is dropped, closing it.
 func (s *Server) withStoreStreaming(h storeHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

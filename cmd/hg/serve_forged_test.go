@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/internal/tamper"
@@ -141,4 +143,37 @@ func TestServeAbortedDownloadReleasesStore(t *testing.T) {
 		t.Fatalf("the store after an aborted download: %v", err)
 	}
 	st.Close()
+}
+
+// Clients asking for pages back to back, in parallel, leave hg run its
+// turn at the store: pages hold bbolt's shared lock one at a time, with a
+// gap a writer's tries for the lock land in.
+func TestServeWritersGetTheStore(t *testing.T) {
+	f := newServeFixture(t)
+	h := f.handler(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, p := range []string{"/metrics", "/runs/run-ok", "/runs/run-halt/nodes/probe"} {
+					getPage(h, p)
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(200 * time.Millisecond) // the pages are under way
+	for i := range 3 {
+		st, err := boltstore.Open(f.dir, &boltstore.Options{Timeout: 3 * time.Second})
+		if err != nil {
+			t.Fatalf("open %d for writing while pages are served: %v", i, err)
+		}
+		st.Close()
+	}
 }
