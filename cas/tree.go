@@ -298,6 +298,22 @@ func GetTree(ctx context.Context, st BlockReader, c cid.Cid, dst string, opts *T
 	if opts == nil {
 		opts = &TreeOptions{}
 	}
+	return WriteDir(dst, func(root *os.Root) error {
+		g := treeGetter{ctx: ctx, st: st, root: root, opts: opts}
+		if err := g.dir(c, "."); err != nil {
+			return err
+		}
+		return g.finish()
+	})
+}
+
+// WriteDir writes a directory at dst, which must not exist or be an empty
+// directory (a symlink to one is followed), as the trees of hg get are
+// written: write fills a temporary directory beside dst through an
+// os.Root (no write can leave it), which is renamed over dst only when
+// write succeeds; an error leaves nothing at dst. A writer killed before
+// the rename left its directory; the next WriteDir beside it removes it.
+func WriteDir(dst string, write func(root *os.Root) error) error {
 	name := dst // as the caller knows it
 	dst, err := FollowSymlink(dst)
 	if err != nil {
@@ -311,7 +327,6 @@ func GetTree(ctx context.Context, st BlockReader, c cid.Cid, dst string, opts *T
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	// A writer killed before here left its directory; it goes now.
 	SweepDeadTemps(path.Dir(cleanPath(dst)))
 	tmp, release, err := MkdirOwnedTemp(path.Dir(cleanPath(dst)))
 	if err != nil {
@@ -323,11 +338,7 @@ func GetTree(ctx context.Context, st BlockReader, c cid.Cid, dst string, opts *T
 	if err != nil {
 		return err
 	}
-	g := treeGetter{ctx: ctx, st: st, root: root, opts: opts}
-	err = g.dir(c, ".")
-	if err == nil {
-		err = g.finish()
-	}
+	err = write(root)
 	root.Close()
 	if err == nil {
 		err = os.Chmod(tmp, 0o755)

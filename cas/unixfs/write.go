@@ -2,9 +2,7 @@ package unixfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -55,47 +53,13 @@ func WriteTree(ctx context.Context, st cas.BlockReader, c cid.Cid, dst string, o
 	if !root.IsDir() {
 		return fmt.Errorf("%s is a UnixFS %s, not a directory: %w", c, root.Type(), cas.ErrInvalid)
 	}
-	name := dst
-	dst, err = cas.FollowSymlink(dst)
-	if err != nil {
-		return err
-	}
-	if dst != name {
-		name = fmt.Sprintf("%s (a symlink to %s)", name, dst)
-	}
-	if ents, err := os.ReadDir(dst); err == nil && len(ents) > 0 {
-		return fmt.Errorf("%s exists and is not empty: %w", name, fs.ErrExist)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := path.Dir(strings.TrimRight(dst, "/"))
-	cas.SweepDeadTemps(parent)
-	tmp, release, err := cas.MkdirOwnedTemp(parent)
-	if err != nil {
-		return err
-	}
-	defer release()
-	defer os.RemoveAll(tmp)
-	r, err := os.OpenRoot(tmp)
-	if err != nil {
-		return err
-	}
-	w := treeWriter{ctx: ctx, st: st, root: r, opts: opts}
-	err = w.dir(root, ".", 0)
-	if err == nil {
-		err = w.finish()
-	}
-	r.Close()
-	if err == nil {
-		err = os.Chmod(tmp, 0o755)
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return cas.WriteDir(dst, func(r *os.Root) error {
+		w := treeWriter{ctx: ctx, st: st, root: r, opts: opts}
+		if err := w.dir(root, ".", 0); err != nil {
+			return err
+		}
+		return w.finish()
+	})
 }
 
 type treeWriter struct {
