@@ -150,7 +150,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	defer stopSigs()
 	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec)
 
-	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v)
+	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v, true)
 	if err != nil {
 		return nil, err
 	}
@@ -216,10 +216,11 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 // record: its Work Order (checked to name the record's nodes), its events
 // by node, each node's package and which package trees walk whole (each
 // walked once, not once per receipt; one that is damaged is left to every
-// receipt's own walk, which names it). The run-level checks it makes
+// receipt's own walk, which names it; only when walk is set). The
+// run-level checks it makes
 // (work order, outcome, events) are added to v; a nil Work Order with a
 // nil error means the run failed one that leaves nothing to verify.
-func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerification) (wo *dag.WorkOrder, events map[string][]RunEvent, packages map[string]cid.Cid, known map[cid.Cid]bool, err error) {
+func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerification, walk bool) (wo *dag.WorkOrder, events map[string][]RunEvent, packages map[string]cid.Cid, known map[cid.Cid]bool, err error) {
 	obj, wo, err := LoadWorkOrder(ctx, st, rec)
 	if err == nil {
 		err = sameNodes(rec, wo)
@@ -243,7 +244,7 @@ func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerifica
 	for _, on := range obj.Nodes {
 		pkg := on.Haygent.Cid
 		packages[on.Name] = pkg
-		if _, seen := known[pkg]; seen {
+		if _, seen := known[pkg]; seen || !walk {
 			continue
 		}
 		err := cas.Walk(ctx, st, []cid.Cid{pkg}, nil, func(cid.Cid, []byte) error { return nil })
@@ -283,7 +284,8 @@ func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *v
 	}
 	v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
-	wo, events, packages, _, err := loadRunParts(ctx, st, rec, v)
+	// The caller's cv knows which package trees it walked.
+	wo, events, packages, _, err := loadRunParts(ctx, st, rec, v, false)
 	if err != nil {
 		return nil, err
 	}
