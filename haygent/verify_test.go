@@ -839,3 +839,101 @@ func TestVerifyReceiptChain(t *testing.T) {
 		wantFailed(t, vs[len(vs)-1], verify.CheckUpstream, gone.String(), "does not verify")
 	})
 }
+
+// TestChainVerifierRemember: a ChainVerifier given Verdicts takes an
+// upstream receipt verified before as verified, but never the receipt it
+// is asked for, never for other trusted keys, and never one that did not
+// verify as a PASS.
+func TestChainVerifierRemember(t *testing.T) {
+	dir := filepath.Join(fixtures, "haygents", "roundtrip")
+	ctx := context.Background()
+	st := storetest.NewCorruptible(memstore.New())
+	a := roundtripRun(t, st).ReceiptCID
+	b := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "x"}, upstream: []cid.Cid{a}}).ReceiptCID
+	c := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "y"}, upstream: []cid.Cid{b}}).ReceiptCID
+	vs := verify.NewVerdicts(100)
+	with := func(keys []ed25519.PublicKey) *verify.ChainVerifier {
+		cv := verify.NewChainVerifier(st, keys, nil, nil)
+		cv.Remember(vs)
+		return cv
+	}
+
+	cv := with(trusted)
+	v, err := cv.Verify(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, v)
+	if cv.Remembered() != 0 || vs.Len() != 3 || vs.Since().IsZero() {
+		t.Fatalf("first verification: %d remembered, %d held", cv.Remembered(), vs.Len())
+	}
+
+	// Bounded: past max it starts again (a, b, c into room for two).
+	small := verify.NewVerdicts(2)
+	cv = verify.NewChainVerifier(st, trusted, nil, nil)
+	cv.Remember(small)
+	if _, err := cv.Verify(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := small.Len(); n != 1 {
+		t.Fatalf("%d held of three verified into room for two, want the last one", n)
+	}
+
+	// Again: c and the b it names verified afresh, a (upstream of b)
+	// taken as verified.
+	cv = with(trusted)
+	if v, err = cv.Verify(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, v)
+	all := cv.All()
+	if cv.Remembered() != 1 || len(all) != 2 || all[0].Receipt != b {
+		t.Fatalf("second verification: %d remembered, %d verified", cv.Remembered(), len(all))
+	}
+	if up := findCheck(all[0], verify.CheckUpstream); !strings.Contains(up.Detail, "1 of them, with the receipts upstream of them, as verified before") {
+		t.Errorf("b's upstream check does not say what was remembered: %s", up.Detail)
+	}
+
+	// a damaged on disk: its verdict, two links up from c, stands for c
+	// (what Verdicts does not see, as documented); asked for, or one link
+	// up from the receipt asked for, a is verified afresh and broken.
+	if !st.Corrupt(a, []byte("not the receipt")) {
+		t.Fatal("a not stored")
+	}
+	if v, err = with(trusted).Verify(ctx, c); err != nil || !v.OK() {
+		t.Fatalf("c with a remembered: %v", err)
+	}
+	if v, err = with(trusted).Verify(ctx, a); err != nil || v.OK() {
+		t.Fatalf("a damaged, asked for: verified (%v)", err)
+	}
+	if v, err = with(trusted).Verify(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	wantFailed(t, v, verify.CheckUpstream, a.String(), "does not verify")
+
+	// Other trusted keys: nothing remembered counts, and c (whose a is
+	// damaged) is broken.
+	cv = with([]ed25519.PublicKey{strangerK.Public().(ed25519.PublicKey), verifyPub})
+	if v, err = cv.Verify(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if cv.Remembered() != 0 || v.OK() {
+		t.Fatalf("with other keys: %d remembered, ok %v", cv.Remembered(), v.OK())
+	}
+
+	// A HALT upstream is never remembered as verified: its downstream
+	// fails each time.
+	reader := filepath.Join(fixtures, "haygents", "reader")
+	halt := runHaygent(t, st, reader, runOpts{files: map[string]string{"x.txt": ""}, input: map[string]any{"path": "x.txt"}})
+	down := runHaygent(t, st, dir, runOpts{files: map[string]string{"data.bin": "x"}, upstream: []cid.Cid{halt.ReceiptCID}}).ReceiptCID
+	for range 2 {
+		cv = with(trusted)
+		if v, err = cv.Verify(ctx, down); err != nil {
+			t.Fatal(err)
+		}
+		wantFailed(t, v, verify.CheckUpstream, "is a HALT, not a PASS")
+		if cv.Remembered() != 0 {
+			t.Fatal("a HALT taken as verified")
+		}
+	}
+}

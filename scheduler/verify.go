@@ -150,7 +150,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	defer stopSigs()
 	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec)
 
-	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v, true)
+	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +220,11 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 // run-level checks it makes
 // (work order, outcome, events) are added to v; a nil Work Order with a
 // nil error means the run failed one that leaves nothing to verify.
-func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerification, walk bool) (wo *dag.WorkOrder, events map[string][]RunEvent, packages map[string]cid.Cid, known map[cid.Cid]bool, err error) {
-	obj, wo, err := LoadWorkOrder(ctx, st, rec)
+func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerification, walk bool, load WorkOrderLoader) (wo *dag.WorkOrder, events map[string][]RunEvent, packages map[string]cid.Cid, known map[cid.Cid]bool, err error) {
+	if load == nil {
+		load = LoadWorkOrder
+	}
+	obj, wo, err := load(ctx, st, rec)
 	if err == nil {
 		err = sameNodes(rec, wo)
 	}
@@ -256,6 +259,22 @@ func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerifica
 	return wo, events, packages, known, nil
 }
 
+// NodeOptions are what a caller of [VerifyNode] has read already.
+type NodeOptions struct {
+	// Record is the run record at the CID VerifyNode is given, as
+	// [LoadRecordAt] reads it (nil: read it).
+	Record *Record
+	// LoadWorkOrder reads the record's Work Order as [LoadWorkOrder]
+	// does, from what the caller keeps by the Work Order's CID (nil:
+	// LoadWorkOrder). Neither it nor the caller may change what it
+	// returns.
+	LoadWorkOrder WorkOrderLoader
+}
+
+// WorkOrderLoader reads the Work Order a run record names: [LoadWorkOrder]
+// or what gives the same answer for the same CID.
+type WorkOrderLoader func(ctx context.Context, st cas.Store, rec *Record) (dag.Object, *dag.WorkOrder, error)
+
 // VerifyNode verifies one node of the run whose record is at c as
 // [VerifyRun] verifies each node (its receipt with every receipt upstream
 // of it, its acceptance, its place in the run, its events and earlier
@@ -265,16 +284,23 @@ func loadRunParts(ctx context.Context, st cas.Store, rec *Record, v *RunVerifica
 // the node alone; none when the run-level checks leave nothing to verify
 // or the run has no such node (a failed check "run record" says so).
 // Receipts are verified by cv, the caller's (its trusted keys, its
-// cache): a page that shows the node's receipt verifies it once.
-func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *verify.ChainVerifier) (*RunVerification, error) {
+// cache): a page that shows the node's receipt verifies it once. opts
+// may be nil.
+func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *verify.ChainVerifier, opts *NodeOptions) (*RunVerification, error) {
+	if opts == nil {
+		opts = &NodeOptions{}
+	}
 	v := &RunVerification{Record: c}
-	rec, err := LoadRecordAt(ctx, st, c)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	rec := opts.Record
+	if rec == nil {
+		var err error
+		if rec, err = LoadRecordAt(ctx, st, c); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, Detail: err.Error()})
+			return v, nil
 		}
-		v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, Detail: err.Error()})
-		return v, nil
 	}
 	v.Run, v.Status = rec.Run, rec.Status
 	i := slices.IndexFunc(rec.Nodes, func(n NodeRecord) bool { return n.Name == node })
@@ -285,7 +311,7 @@ func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *v
 	v.Checks = append(v.Checks, verify.Check{Name: CheckRecord, OK: true,
 		Detail: fmt.Sprintf("run %s: %d nodes, status %s", rec.Run, len(rec.Nodes), rec.Status)})
 	// The caller's cv knows which package trees it walked.
-	wo, events, packages, _, err := loadRunParts(ctx, st, rec, v, false)
+	wo, events, packages, _, err := loadRunParts(ctx, st, rec, v, false, opts.LoadWorkOrder)
 	if err != nil {
 		return nil, err
 	}

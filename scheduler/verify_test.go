@@ -255,7 +255,7 @@ func TestVerifyNode(t *testing.T) {
 	_, rec := run(t, st, "pipeline.json", scheduler.Options{Jobs: 3, NoCache: true})
 	whole := verifyRun(t, st, recordCID(t, st, rec.Run), runTrusted)
 	for _, n := range whole.Nodes {
-		v, err := scheduler.VerifyNode(ctx, st, recordCID(t, st, rec.Run), n.Node, verify.NewChainVerifier(st, runTrusted, nil, nil))
+		v, err := scheduler.VerifyNode(ctx, st, recordCID(t, st, rec.Run), n.Node, verify.NewChainVerifier(st, runTrusted, nil, nil), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,14 +273,14 @@ func TestVerifyNode(t *testing.T) {
 		}
 	}
 	forged := storeRecord(t, st, rec)
-	v, err := scheduler.VerifyNode(ctx, st, forged, "right", verify.NewChainVerifier(st, runTrusted, nil, nil))
+	v, err := scheduler.VerifyNode(ctx, st, forged, "right", verify.NewChainVerifier(st, runTrusted, nil, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if node, first := v.FirstFailure(); node != "right" || first == nil || first.Name != scheduler.CheckPlace {
 		t.Fatalf("left's receipt on right: first failure %s %+v, want right's place in the run", node, first)
 	}
-	if v, err := scheduler.VerifyNode(ctx, st, forged, "nowhere", verify.NewChainVerifier(st, runTrusted, nil, nil)); err != nil || v.OK() {
+	if v, err := scheduler.VerifyNode(ctx, st, forged, "nowhere", verify.NewChainVerifier(st, runTrusted, nil, nil), nil); err != nil || v.OK() {
 		t.Fatalf("a node the run does not have: ok %v, %v", v.OK(), err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
@@ -24,6 +25,12 @@ type receiptView struct {
 	CID     string
 	Verdict Verdict
 	Checks  []verify.Check
+	// Remembered is how many upstream receipts the page took as verified
+	// from the server's earlier verification (since RememberedSince)
+	// rather than verifying them again; the receipt itself is verified
+	// for the page.
+	Remembered      int
+	RememberedSince string
 	// LedgerError says why the ledger cannot be shown (a block missing
 	// or damaged): the verdict says broken, and nothing else is shown.
 	LedgerError string
@@ -149,9 +156,15 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	// Order that cannot be read leaves every receipt to walk its own:
 	// the verdicts do not need it.
 	var known map[cid.Cid]bool
+	opts := &scheduler.NodeOptions{Record: rec}
 	if shape, err := s.shapes.shape(ctx, st, rec); err == nil {
 		if known, err = packagesKnown(ctx, st, shape); err != nil {
 			return err
+		}
+		// The Work Order as read for the shape, by its CID: its content
+		// cannot have changed.
+		opts.LoadWorkOrder = func(context.Context, cas.Store, *scheduler.Record) (dag.Object, *dag.WorkOrder, error) {
+			return shape.obj, shape.wo, nil
 		}
 	} else if ctx.Err() != nil {
 		return ctx.Err()
@@ -180,7 +193,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	}
 	// The node in its run, as hg verify RUN checks it: a receipt that
 	// verifies alone is this node's accepted work only if these hold.
-	nv, err := scheduler.VerifyNode(ctx, st, root, node, vr.cv)
+	nv, err := scheduler.VerifyNode(ctx, st, root, node, vr.cv, opts)
 	if err != nil {
 		return err
 	}
@@ -203,6 +216,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 			return err
 		}
 		d.Receipt.Verdict = nodeVerdict(nv, mine, d.Receipt.Verdict)
+		d.Receipt.Remembered, d.Receipt.RememberedSince = vr.remembered()
 	}
 	return s.render(w, "node", d)
 }
@@ -232,6 +246,7 @@ func (s *Server) receiptPage(w http.ResponseWriter, r *http.Request, st cas.Stor
 	if err != nil {
 		return err
 	}
+	rv.Remembered, rv.RememberedSince = vr.remembered()
 	return s.render(w, "receipt", receiptData{pageData: pageData{Title: "receipt " + c.String()}, Receipt: rv})
 }
 

@@ -46,17 +46,26 @@ type Config struct {
 
 // Server serves the pages of one store.
 type Server struct {
-	cfg    Config
-	cache  *verify.Cache // signatures and compiled gates: this server's own
-	shapes shapeCache    // Work Orders' shapes, by CID
-	pages  *template.Template
-	live   chan struct{} // one token per live view allowed at a time
-	gate   *storeGate    // pages hold the store one at a time, leaving writers a turn
-	mux    *http.ServeMux
+	cfg   Config
+	cache *verify.Cache // signatures and compiled gates: this server's own
+	// verdicts holds the receipts this server verified whole as a PASS,
+	// which a page takes as verified when they are upstream of the
+	// receipt it shows (that receipt is verified afresh): see
+	// verify.Verdicts.
+	verdicts *verify.Verdicts
+	shapes   shapeCache // Work Orders' shapes, by CID
+	pages    *template.Template
+	live     chan struct{} // one token per live view allowed at a time
+	gate     *storeGate    // pages hold the store one at a time, leaving writers a turn
+	mux      *http.ServeMux
 }
 
 // maxLive bounds the live views (event streams) served at once.
 const maxLive = 64
+
+// maxVerdicts bounds the receipts whose verdicts the server remembers: a
+// few runs of 10,000 nodes, about 60 bytes each.
+const maxVerdicts = 1 << 17
 
 // New returns a server of cfg. cfg.Open and cfg.Trusted are required.
 func New(cfg Config) (*Server, error) {
@@ -70,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cache: verify.NewCache(), pages: pages, live: make(chan struct{}, maxLive), mux: http.NewServeMux(), gate: newStoreGate()}
+	s := &Server{cfg: cfg, cache: verify.NewCache(), verdicts: verify.NewVerdicts(maxVerdicts), pages: pages, live: make(chan struct{}, maxLive), mux: http.NewServeMux(), gate: newStoreGate()}
 	s.routes()
 	return s, nil
 }

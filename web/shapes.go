@@ -17,6 +17,7 @@ import (
 // page). A shape is not a verdict: every receipt is still verified for
 // each page.
 type runShape struct {
+	obj      dag.Object // the Work Order as stored
 	wo       *dag.WorkOrder
 	waves    [][]string
 	packages []cid.Cid // the distinct package trees its nodes run
@@ -41,11 +42,11 @@ func (c *shapeCache) shape(ctx context.Context, st cas.Store, rec *scheduler.Rec
 	if ok {
 		return s, nil
 	}
-	_, wo, err := scheduler.LoadWorkOrder(ctx, st, rec)
+	obj, wo, err := scheduler.LoadWorkOrder(ctx, st, rec)
 	if err != nil {
 		return nil, err
 	}
-	s = &runShape{wo: wo, waves: wo.Waves()}
+	s = &runShape{obj: obj, wo: wo, waves: wo.Waves()}
 	seen := map[cid.Cid]bool{}
 	for _, name := range wo.Order {
 		// A stored Work Order names each node's package by its CID.

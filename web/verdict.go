@@ -80,7 +80,18 @@ func shownStatus(status string, verified bool) string {
 // receipts and each once, with the keys trusted now and the server's
 // cache of signatures and compiled gates.
 type verifier struct {
-	cv *verify.ChainVerifier
+	cv       *verify.ChainVerifier
+	verdicts *verify.Verdicts
+}
+
+// remembered says, for a page, how many upstream receipts its verifier
+// took as verified from the server's earlier verifications instead of
+// verifying them again, and since when it holds them (zero: none).
+func (p *verifier) remembered() (n int, since string) {
+	if n = p.cv.Remembered(); n == 0 {
+		return 0, ""
+	}
+	return n, p.verdicts.Since().UTC().Format("2006-01-02 15:04:05Z")
 }
 
 func (s *Server) newVerifier(st cas.Store) (*verifier, error) {
@@ -94,7 +105,9 @@ func (s *Server) newVerifierKnown(st cas.Store, known map[cid.Cid]bool) (*verifi
 	if err != nil {
 		return nil, err
 	}
-	return &verifier{cv: verify.NewChainVerifier(st, trusted, known, s.cache)}, nil
+	cv := verify.NewChainVerifier(st, trusted, known, s.cache)
+	cv.Remember(s.verdicts)
+	return &verifier{cv: cv, verdicts: s.verdicts}, nil
 }
 
 // maxPackagesWalked bounds the package trees a page walks ahead.

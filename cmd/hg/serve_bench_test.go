@@ -58,6 +58,7 @@ func BenchmarkServe10kRun(b *testing.B) {
 			{"run", "/runs/run-10k", `data-node="n09999"`, false},
 			{"node-first", "/runs/run-10k/nodes/n00000", `data-verdict="verified"`, false},
 			{"node-last", "/runs/run-10k/nodes/n09999", `data-verdict="verified"`, false},
+			{"node-last-first", "/runs/run-10k/nodes/n09999", `data-verdict="verified"`, true},
 		}},
 	}
 	type figure struct {

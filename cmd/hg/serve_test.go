@@ -284,6 +284,11 @@ func TestServeVerdictNow(t *testing.T) {
 	if _, body := getPage(h, "/runs/run-ok"); !strings.Contains(body, `id="verify-problem">left: acceptance: `) || strings.Contains(body, "The outcome holds") {
 		t.Errorf("the run page does not say the run's verification fails at left")
 	}
+	// summary's page first: the server remembers the receipts upstream
+	// of it as verified (merge, middle, seed, ...).
+	if v, _ := verdict("/runs/run-ok/nodes/summary"); v != "verified" {
+		t.Fatalf("summary before the damage: %s", v)
+	}
 	// Damage the receipt block of middle on disk.
 	st, err := boltstore.Open(f.dir, &boltstore.Options{ReadOnly: true})
 	if err != nil {
@@ -318,6 +323,20 @@ func TestServeVerdictNow(t *testing.T) {
 	}
 	if code, body := getPage(h, "/runs/run-ok"); code != 200 || !strings.Contains(body, "broken: block hashes") {
 		t.Errorf("the run page does not mark middle broken: %d", code)
+	}
+	// summary, two links below middle: middle's verdict from before
+	// stands (merge, which it names, is verified afresh), and the page
+	// says which verdicts it did not verify again.
+	if v, _ := verdict("/runs/run-ok/nodes/summary"); v != "verified" {
+		t.Errorf("summary, with middle's verdict remembered: %s", v)
+	}
+	if _, body := getPage(h, "/runs/run-ok/nodes/summary"); !strings.Contains(body, `id="remembered">This receipt was verified for this page; 3 upstream receipts, with the receipts upstream of them, were taken as verified`) {
+		t.Errorf("summary's page does not say what it took as verified from before")
+	}
+	// A new server remembers nothing: summary is broken by middle.
+	if code, body := getPage(f.handler(t), "/runs/run-ok/nodes/summary"); code != 200 || !strings.Contains(body, "broken: upstream receipts: upstream ") || strings.Contains(body, `id="remembered"`) {
+		i := strings.Index(body, "verdictline")
+		t.Errorf("summary on a new server: %d %s", code, body[i:i+2000])
 	}
 	// A block of the package tree every echo node runs, damaged: the
 	// pages walk the tree again, and every receipt that links it breaks.

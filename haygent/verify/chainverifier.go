@@ -3,9 +3,11 @@ package verify
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/ledger"
@@ -39,6 +41,10 @@ type ChainVerifier struct {
 	known   map[cid.Cid]bool
 	cache   *Cache
 
+	verdicts   *Verdicts // nil: none remembered across verifications
+	keys       [sha256.Size]byte
+	remembered atomic.Int64 // upstream links answered by verdicts
+
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
 	order []*Verification
@@ -63,16 +69,33 @@ func NewChainVerifier(st cas.Store, trusted []ed25519.PublicKey, known map[cid.C
 	return &ChainVerifier{st: st, trusted: trusted, known: known, cache: cache, memo: map[cid.Cid]*chainEntry{}}
 }
 
+// Remember has cv take a receipt that vs holds as verified, with the
+// chain above it, instead of verifying them again, when it is upstream
+// of an upstream receipt of the one asked for, and add to vs every
+// receipt it verifies whole as a PASS: see [Verdicts]. The receipts cv is
+// asked for, and the upstream receipts they name, are verified afresh
+// all the same. Call it before the first Verify.
+func (cv *ChainVerifier) Remember(vs *Verdicts) {
+	cv.verdicts, cv.keys = vs, keysDigest(cv.trusted)
+}
+
+// Remembered is how many upstream links cv took as verified from the
+// [Verdicts] it was given, without verifying them again.
+func (cv *ChainVerifier) Remembered() int { return int(cv.remembered.Load()) }
+
 // Verify verifies receipt and its upstream receipts, recursively, or
 // returns the verification made before. A receipt that is its own
 // upstream, through any number of links (impossible with honest hashes),
 // fails "upstream receipts" instead of waiting for itself.
 func (cv *ChainVerifier) Verify(ctx context.Context, receipt cid.Cid) (*Verification, error) {
-	return cv.verify(ctx, receipt, nil)
+	return cv.verify(ctx, receipt, map[cid.Cid]bool{})
 }
 
-func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
-	if slices.Contains(path, c) {
+// verify verifies c, whose downstream receipts being verified on this
+// goroutine are path (a set: a chain of thousands is checked for a
+// loop at each link in constant time).
+func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path map[cid.Cid]bool) (*Verification, error) {
+	if path[c] {
 		return nil, nil
 	}
 	cv.mu.Lock()
@@ -91,22 +114,47 @@ func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path []cid.Cid) 
 		}
 	}
 	defer close(e.done)
-	e.v, e.err = cv.verifyOne(ctx, c, append(path, c))
+	path[c] = true
+	e.v, e.err = cv.verifyOne(ctx, c, path)
+	delete(path, c)
 	if e.err == nil {
 		cv.mu.Lock()
 		cv.order = append(cv.order, e.v)
 		cv.mu.Unlock()
+		if cv.verdicts != nil && e.v.OK() && e.v.Status == ledger.StatusPass {
+			cv.verdicts.add(cv.keys, c)
+		}
 	}
 	return e.v, e.err
 }
 
-func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Cid) (*Verification, error) {
+// remembers reports whether cv takes the upstream receipt c as verified
+// from its Verdicts: not when it verified c itself (or is verifying it),
+// whatever it found.
+func (cv *ChainVerifier) remembers(c cid.Cid, path map[cid.Cid]bool) bool {
+	if cv.verdicts == nil || path[c] {
+		return false
+	}
+	cv.mu.Lock()
+	_, mine := cv.memo[c]
+	cv.mu.Unlock()
+	return !mine && cv.verdicts.holds(cv.keys, c)
+}
+
+func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path map[cid.Cid]bool) (*Verification, error) {
 	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes)
 	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
 		return v, err
 	}
 	var probs problems
+	remembered := 0
 	for _, u := range v.Input.Upstream {
+		// The receipt asked for and those it names are verified afresh;
+		// further up, one verified before stands.
+		if len(path) > 1 && cv.remembers(u.Cid, path) {
+			remembered++
+			continue
+		}
 		uv, err := cv.verify(ctx, u.Cid, path)
 		switch {
 		case err != nil:
@@ -119,7 +167,12 @@ func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path []cid.Ci
 			probs.add("upstream %s is a %s, not a PASS", u.Cid, uv.Status)
 		}
 	}
-	v.Checks = append(v.Checks, probs.check(CheckUpstream, fmt.Sprintf("%d upstream receipts, each verified and PASS", len(v.Input.Upstream))))
+	ok := fmt.Sprintf("%d upstream receipts, each verified and PASS", len(v.Input.Upstream))
+	if remembered > 0 {
+		cv.remembered.Add(int64(remembered))
+		ok += fmt.Sprintf(" (%d of them, with the receipts upstream of them, as verified before by this verifier, not again now)", remembered)
+	}
+	v.Checks = append(v.Checks, probs.check(CheckUpstream, ok))
 	return v, nil
 }
 
