@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -936,4 +938,77 @@ func TestChainVerifierRemember(t *testing.T) {
 			t.Fatal("a HALT taken as verified")
 		}
 	}
+}
+
+// TestChainVerifierAhead: verifying upstream receipts on workers ahead of
+// the walk finds what the plain walk finds, check for check, on a long
+// chain with a fan-in, with one receipt damaged in the middle, and with
+// verdicts remembered.
+func TestChainVerifierAhead(t *testing.T) {
+	dir := filepath.Join(fixtures, "haygents", "roundtrip")
+	ctx := context.Background()
+	st := storetest.NewCorruptible(memstore.New())
+	var chain []cid.Cid
+	for i := range 24 {
+		opts := runOpts{files: map[string]string{"data.bin": fmt.Sprint(i)}}
+		if i > 0 {
+			opts.upstream = []cid.Cid{chain[i-1]}
+		}
+		if i > 2 {
+			opts.upstream = append(opts.upstream, chain[i-3])
+		}
+		chain = append(chain, runHaygent(t, st, dir, opts).ReceiptCID)
+	}
+	top := chain[len(chain)-1]
+	// same compares the two, each with the Verdicts fresh returns (nil:
+	// none).
+	same := func(t *testing.T, fresh func() *verify.Verdicts) {
+		t.Helper()
+		run := func(workers int) (*verify.Verification, map[cid.Cid][]verify.Check) {
+			cv := verify.NewChainVerifier(st, trusted, nil, nil)
+			if fresh != nil {
+				cv.Remember(fresh())
+			}
+			cv.Ahead(workers)
+			v, err := cv.Verify(ctx, top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := map[cid.Cid][]verify.Check{}
+			for _, v := range cv.All() {
+				all[v.Receipt] = v.Checks
+			}
+			return v, all
+		}
+		plain, plainAll := run(0)
+		ahead, aheadAll := run(4)
+		if !reflect.DeepEqual(plain.Checks, ahead.Checks) || plain.Status != ahead.Status {
+			t.Fatalf("ahead differs from the plain walk:\nplain %+v\nahead %+v", plain.Checks, ahead.Checks)
+		}
+		if !reflect.DeepEqual(plainAll, aheadAll) {
+			t.Fatalf("ahead verified %d receipts, the plain walk %d, or their checks differ", len(aheadAll), len(plainAll))
+		}
+	}
+	t.Run("whole", func(t *testing.T) { same(t, nil) })
+	t.Run("remembered", func(t *testing.T) {
+		same(t, func() *verify.Verdicts {
+			vs := verify.NewVerdicts(1000)
+			cv := verify.NewChainVerifier(st, trusted, nil, nil)
+			cv.Remember(vs)
+			if _, err := cv.Verify(ctx, chain[12]); err != nil {
+				t.Fatal(err)
+			}
+			return vs
+		})
+	})
+	t.Run("damaged", func(t *testing.T) {
+		if !st.Corrupt(chain[10], []byte("not the receipt")) {
+			t.Fatal("not stored")
+		}
+		same(t, nil)
+		v := verifyOf(t, st, chain[10], trusted)
+		if v.OK() {
+			t.Fatal("fixture: the damaged receipt verifies")
+		}
+	})
 }

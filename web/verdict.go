@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/haygent/hg/scheduler"
 
@@ -107,6 +108,7 @@ func (s *Server) newVerifierKnown(st cas.Store, known map[cid.Cid]bool) (*verifi
 	}
 	cv := verify.NewChainVerifier(st, trusted, known, s.cache)
 	cv.Remember(s.verdicts)
+	cv.Ahead(runtime.GOMAXPROCS(0))
 	return &verifier{cv: cv, verdicts: s.verdicts}, nil
 }
 

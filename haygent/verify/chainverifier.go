@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,11 +22,13 @@ const CheckUpstream = "upstream receipts"
 // VerifyReceiptChain verifies receipt and, recursively, every upstream
 // receipt its input packet records (the accepted receipts of a Work
 // Order's nodes its input was built from), each once. It returns their
-// verifications upstream first, receipt last. A receipt with upstream
+// verifications upstream first, receipt last, the receipts upstream
+// checked on every core (see [ChainVerifier.Ahead]). A receipt with upstream
 // receipts gets one more check, "upstream receipts": each of them must
 // verify and be a PASS.
 func VerifyReceiptChain(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey) ([]*Verification, error) {
 	cv := NewChainVerifier(st, trusted, nil, nil)
+	cv.Ahead(runtime.GOMAXPROCS(0))
 	if _, err := cv.Verify(ctx, receipt); err != nil {
 		return nil, err
 	}
@@ -44,6 +47,9 @@ type ChainVerifier struct {
 	verdicts   *Verdicts // nil: none remembered across verifications
 	keys       [sha256.Size]byte
 	remembered atomic.Int64 // upstream links answered by verdicts
+
+	aheadWorkers int                     // see Ahead
+	ahead        map[cid.Cid]*aheadEntry // receipts' own checks by workers, under mu
 
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
@@ -88,13 +94,16 @@ func (cv *ChainVerifier) Remembered() int { return int(cv.remembered.Load()) }
 // upstream, through any number of links (impossible with honest hashes),
 // fails "upstream receipts" instead of waiting for itself.
 func (cv *ChainVerifier) Verify(ctx context.Context, receipt cid.Cid) (*Verification, error) {
-	return cv.verify(ctx, receipt, map[cid.Cid]bool{})
+	w, stop := cv.startAhead(ctx)
+	defer stop()
+	return cv.verify(ctx, receipt, w)
 }
 
 // verify verifies c, whose downstream receipts being verified on this
-// goroutine are path (a set: a chain of thousands is checked for a
+// goroutine are w.path (a set: a chain of thousands is checked for a
 // loop at each link in constant time).
-func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path map[cid.Cid]bool) (*Verification, error) {
+func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, w *walk) (*Verification, error) {
+	path := w.path
 	if path[c] {
 		return nil, nil
 	}
@@ -115,7 +124,7 @@ func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, path map[cid.Cid
 	}
 	defer close(e.done)
 	path[c] = true
-	e.v, e.err = cv.verifyOne(ctx, c, path)
+	e.v, e.err = cv.verifyOne(ctx, c, w)
 	delete(path, c)
 	if e.err == nil {
 		cv.mu.Lock()
@@ -141,8 +150,9 @@ func (cv *ChainVerifier) remembers(c cid.Cid, path map[cid.Cid]bool) bool {
 	return !mine && cv.verdicts.holds(cv.keys, c)
 }
 
-func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path map[cid.Cid]bool) (*Verification, error) {
-	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes)
+func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, w *walk) (*Verification, error) {
+	path := w.path
+	v, err := cv.receipt(ctx, c, w.jobs, false)
 	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
 		return v, err
 	}
@@ -155,7 +165,7 @@ func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, path map[cid.
 			remembered++
 			continue
 		}
-		uv, err := cv.verify(ctx, u.Cid, path)
+		uv, err := cv.verify(ctx, u.Cid, w)
 		switch {
 		case err != nil:
 			return nil, err

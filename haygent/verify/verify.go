@@ -202,13 +202,15 @@ func VerifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted [
 // caller's [Cache], shared with its other verifications and the runtime
 // whose receipts they check; nil is a new one for this call alone.
 func VerifyReceiptKnown(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache) (*Verification, error) {
-	return verifyReceipt(ctx, st, receipt, trusted, known, cache, nil)
+	return verifyReceipt(ctx, st, receipt, trusted, known, cache, nil, nil)
 }
 
 // verifyReceipt is [VerifyReceiptKnown] sharing the untyped objects it
 // decodes with the other receipts of a [ChainVerifier], when nodes is not
 // nil: every receipt of a run links the same permission snapshot.
-func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache, nodes *sync.Map) (*Verification, error) {
+// upstream, when not nil, is told the upstream receipts the receipt's
+// input names as soon as they are read, before the receipt's checks.
+func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted []ed25519.PublicKey, known map[cid.Cid]bool, cache *Cache, nodes *sync.Map, upstream func(map[cid.Cid]bool)) (*Verification, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -218,6 +220,7 @@ func verifyReceipt(ctx context.Context, st cas.Store, receipt cid.Cid, trusted [
 	vr := &verifier{
 		ctx: ctx, st: st, v: &Verification{Receipt: receipt}, known: known, cache: cache, sharedNodes: nodes,
 		bad: map[cid.Cid]string{}, decoded: map[cid.Cid]any{}, undecodable: map[cid.Cid]bool{}, misread: map[cid.Cid]bool{},
+		onUpstream: upstream,
 	}
 	// Some forty links per receipt, a dozen distinct: a map from the
 	// start (a list would be searched end to end for each).
@@ -252,6 +255,7 @@ type verifier struct {
 	// verifications decoded strictly, by CID: the same bytes decode the
 	// same way, and a block that cannot be read is never added.
 	sharedNodes *sync.Map
+	onUpstream  func(map[cid.Cid]bool) // see verifyReceipt
 }
 
 // problems collects the failures of one check.
@@ -293,6 +297,9 @@ func (vr *verifier) verify(rc cid.Cid, trusted []ed25519.PublicKey) error {
 	upstream, err := vr.upstreamOf(rc)
 	if err != nil {
 		return err
+	}
+	if vr.onUpstream != nil && len(upstream) > 0 {
+		vr.onUpstream(upstream)
 	}
 	// The typed objects are decoded first: the walk of the closure that
 	// follows takes their links from the decoding, and reads again only
