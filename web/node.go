@@ -31,6 +31,9 @@ type receiptView struct {
 	// for the page.
 	Remembered      int
 	RememberedSince string
+	// Unread names the runs whose records cannot be read: whether they
+	// regressed the receipt is not known.
+	Unread []string
 	// LedgerError says why the ledger cannot be shown (a block missing
 	// or damaged): the verdict says broken, and nothing else is shown.
 	LedgerError string
@@ -169,7 +172,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 	} else if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	vr, err := s.newVerifierKnown(st, known)
+	vr, err := s.newVerifierKnown(ctx, st, known)
 	if err != nil {
 		return err
 	}
@@ -238,7 +241,7 @@ func (s *Server) receiptPage(w http.ResponseWriter, r *http.Request, st cas.Stor
 	} else if !ok {
 		return notFound("the store holds no %s", c)
 	}
-	vr, err := s.newVerifier(st)
+	vr, err := s.newVerifier(r.Context(), st)
 	if err != nil {
 		return err
 	}
@@ -259,7 +262,7 @@ func (s *Server) receiptView(ctx context.Context, st cas.Store, vr *verifier, c 
 	if err != nil {
 		return nil, err
 	}
-	rv := &receiptView{CID: c.String(), Verdict: verdict, Checks: v.Checks}
+	rv := &receiptView{CID: c.String(), Verdict: verdict, Checks: v.Checks, Unread: vr.unread}
 	l, err := ledger.LoadLedger(ctx, st, c)
 	if err != nil {
 		rv.LedgerError = err.Error()

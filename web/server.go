@@ -53,11 +53,13 @@ type Server struct {
 	// receipt it shows (that receipt is verified afresh): see
 	// verify.Verdicts.
 	verdicts *verify.Verdicts
-	shapes   shapeCache // Work Orders' shapes, by CID
-	pages    *template.Template
-	live     chan struct{} // one token per live view allowed at a time
-	gate     *storeGate    // pages hold the store one at a time, leaving writers a turn
-	mux      *http.ServeMux
+	// regressions keeps which receipts each run record regressed.
+	regressions regressionCache
+	shapes      shapeCache // Work Orders' shapes, by CID
+	pages       *template.Template
+	live        chan struct{} // one token per live view allowed at a time
+	gate        *storeGate    // pages hold the store one at a time, leaving writers a turn
+	mux         *http.ServeMux
 }
 
 // maxLive bounds the live views (event streams) served at once.

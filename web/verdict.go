@@ -26,9 +26,13 @@ type Verdict struct {
 	// "broken: CHECK: DETAIL" for the first check that failed.
 	Text string
 	// Status is the receipt's status as a page may show it: PASS only
-	// for a verified receipt; a receipt that does not verify and says
-	// PASS shows "not established".
+	// for a verified receipt that no recheck regressed; a receipt that
+	// does not verify and says PASS shows "not established", one a
+	// recheck regressed "taken back".
 	Status string
+	// Regressed says where and why a recheck regressed the receipt, in
+	// a run of the store ("" if none did).
+	Regressed string
 }
 
 // OK reports whether the receipt verified.
@@ -37,6 +41,10 @@ func (v Verdict) OK() bool { return v.Kind == Verified }
 // notEstablished is what stands in for the PASS of a receipt that does
 // not verify.
 const notEstablished = "not established (the receipt does not verify)"
+
+// takenBack is what stands in for the PASS of a receipt that verifies
+// but that a recheck regressed: it no longer holds.
+const takenBack = "taken back (a recheck regressed this PASS)"
 
 // verdictOf judges a verification. The signer's trust counts only when
 // every other check holds: a receipt with a broken chain is broken,
@@ -83,6 +91,10 @@ func shownStatus(status string, verified bool) string {
 type verifier struct {
 	cv       *verify.ChainVerifier
 	verdicts *verify.Verdicts
+	// regressed holds the receipts a recheck regressed in a run of the
+	// store, unread the runs whose records cannot be read.
+	regressed map[cid.Cid]scheduler.Regression
+	unread    []string
 }
 
 // remembered says, for a page, how many upstream receipts its verifier
@@ -95,21 +107,25 @@ func (p *verifier) remembered() (n int, since string) {
 	return n, p.verdicts.Since().UTC().Format("2006-01-02 15:04:05Z")
 }
 
-func (s *Server) newVerifier(st cas.Store) (*verifier, error) {
-	return s.newVerifierKnown(st, nil)
+func (s *Server) newVerifier(ctx context.Context, st cas.Store) (*verifier, error) {
+	return s.newVerifierKnown(ctx, st, nil)
 }
 
 // newVerifierKnown is newVerifier for a page whose receipts link package
 // trees it walked already (known, as verify.NewChainVerifier takes it).
-func (s *Server) newVerifierKnown(st cas.Store, known map[cid.Cid]bool) (*verifier, error) {
+func (s *Server) newVerifierKnown(ctx context.Context, st cas.Store, known map[cid.Cid]bool) (*verifier, error) {
 	trusted, err := s.cfg.Trusted()
+	if err != nil {
+		return nil, err
+	}
+	regressed, unread, err := s.regressions.regressions(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	cv := verify.NewChainVerifier(st, trusted, known, s.cache)
 	cv.Remember(s.verdicts)
 	cv.Ahead(runtime.GOMAXPROCS(0))
-	return &verifier{cv: cv, verdicts: s.verdicts}, nil
+	return &verifier{cv: cv, verdicts: s.verdicts, regressed: regressed, unread: unread}, nil
 }
 
 // maxPackagesWalked bounds the package trees a page walks ahead.
@@ -137,13 +153,21 @@ func packagesKnown(ctx context.Context, st cas.Store, shape *runShape) (map[cid.
 	return known, nil
 }
 
-// verdict verifies receipt and returns its verdict with the checks.
+// verdict verifies receipt and returns its verdict with the checks: a
+// PASS that a recheck regressed in a run of the store reads taken back.
 func (p *verifier) verdict(ctx context.Context, receipt cid.Cid) (Verdict, *verify.Verification, error) {
 	v, err := p.cv.Verify(ctx, receipt)
 	if err != nil {
 		return Verdict{}, nil, err
 	}
-	return verdictOf(v), v, nil
+	d := verdictOf(v)
+	if g, ok := p.regressed[receipt]; ok {
+		d.Regressed = g.String()
+		if d.Status == ledger.StatusPass {
+			d.Status = takenBack
+		}
+	}
+	return d, v, nil
 }
 
 // nodeVerdict is the verdict of a node's receipt in its run: the
@@ -155,7 +179,7 @@ func (p *verifier) verdict(ctx context.Context, receipt cid.Cid) (Verdict, *veri
 // of its run (VerifyRun); nv the node's part of it.
 func nodeVerdict(v *scheduler.RunVerification, nv *scheduler.NodeVerification, receipt Verdict) Verdict {
 	if c := runProblem(v); c != "" {
-		return Verdict{Kind: BrokenKind, Text: "broken: " + c, Status: shownStatus(receiptStatus(receipt), false)}
+		return Verdict{Kind: BrokenKind, Text: "broken: " + c, Status: shownStatus(receiptStatus(receipt), false), Regressed: receipt.Regressed}
 	}
 	if nv == nil {
 		return receipt
@@ -167,11 +191,11 @@ func nodeVerdict(v *scheduler.RunVerification, nv *scheduler.NodeVerification, r
 		case c.Name == verify.CheckTrust:
 			trust = true
 		default:
-			return Verdict{Kind: BrokenKind, Text: "broken: " + c.Name + ": " + c.Detail, Status: shownStatus(receiptStatus(receipt), false)}
+			return Verdict{Kind: BrokenKind, Text: "broken: " + c.Name + ": " + c.Detail, Status: shownStatus(receiptStatus(receipt), false), Regressed: receipt.Regressed}
 		}
 	}
 	if trust && receipt.OK() {
-		return Verdict{Kind: Untrusted, Text: Untrusted, Status: shownStatus(receiptStatus(receipt), false)}
+		return Verdict{Kind: Untrusted, Text: Untrusted, Status: shownStatus(receiptStatus(receipt), false), Regressed: receipt.Regressed}
 	}
 	return receipt
 }
@@ -192,7 +216,7 @@ func runProblem(v *scheduler.RunVerification) string {
 // shown status: PASS when shown, HALT when shown, else unknown.
 func receiptStatus(v Verdict) string {
 	switch v.Status {
-	case ledger.StatusPass, notEstablished:
+	case ledger.StatusPass, notEstablished, takenBack:
 		return ledger.StatusPass
 	case ledger.StatusHalt:
 		return ledger.StatusHalt

@@ -18,43 +18,11 @@ import (
 // memo), a person can withdraw or supersede a node's work; the receipt
 // itself never changes and still verifies.
 
-// regression is where a receipt regressed: the run and its event.
-type regression struct {
-	run string
-	ev  scheduler.RunEvent
-}
-
-// regressions returns every receipt a recheck regressed in a run of st,
-// with the first run (by id) that records it. A record that cannot be
-// read is an error: whether it regressed a receipt cannot be known.
-func regressions(ctx context.Context, st cas.Store) (map[cid.Cid]regression, error) {
-	refs, err := st.Refs(ctx, scheduler.RefNamespace)
-	if err != nil {
-		return nil, err
-	}
-	out := map[cid.Cid]regression{}
-	for _, r := range refs {
-		rec, err := scheduler.LoadRecordAt(ctx, st, r.CID)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", textsafe.Escape(r.Name), err)
-		}
-		for _, ev := range rec.Events {
-			if ev.Kind != scheduler.EventRegressed || ev.Receipt == nil {
-				continue
-			}
-			if _, ok := out[ev.Receipt.Cid]; !ok {
-				out[ev.Receipt.Cid] = regression{run: r.Name, ev: ev}
-			}
-		}
-	}
-	return out, nil
-}
-
 // regressedError refuses work that stands on receipt c, which regressed
 // as g says.
-func regressedError(what string, c cid.Cid, g regression) error {
+func regressedError(what string, c cid.Cid, g scheduler.Regression) error {
 	return textsafeError("attest refused: %s receipt %s, which regressed in run %s at %s (node %s): %s: %s",
-		what, c, g.run, g.ev.At, g.ev.Node, g.ev.Check, g.ev.Reason)
+		what, c, g.Run, g.Event.At, g.Event.Node, g.Event.Check, g.Event.Reason)
 }
 
 // recordStanding refuses the run record rec, at c, unless it is its run's
@@ -71,7 +39,7 @@ func recordStanding(ctx context.Context, st cas.Store, c cid.Cid, rec *scheduler
 	case latest != c:
 		return textsafeError("attest refused: record %s is not the latest record of run %s (%s is): 'hg attest %s' attests the run as it stands", c, rec.Run, latest, rec.Run)
 	}
-	regs, err := regressions(ctx, st)
+	regs, err := scheduler.Regressions(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -81,7 +49,7 @@ func recordStanding(ctx context.Context, st cas.Store, c cid.Cid, rec *scheduler
 		}
 		if g, ok := regs[n.Receipt.Cid]; ok {
 			return textsafeError("attest refused: node %s of run %s is done with receipt %s, which regressed in run %s at %s: %s: %s: 'hg recheck %s' re-measures the run",
-				n.Name, rec.Run, n.Receipt.Cid, g.run, g.ev.At, g.ev.Check, g.ev.Reason, rec.Run)
+				n.Name, rec.Run, n.Receipt.Cid, g.Run, g.Event.At, g.Event.Check, g.Event.Reason, rec.Run)
 		}
 	}
 	return nil
@@ -112,7 +80,7 @@ func receiptStanding(ctx context.Context, st cas.Store, c cid.Cid, run string, c
 			return err
 		}
 	}
-	regs, err := regressions(ctx, st)
+	regs, err := scheduler.Regressions(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -141,7 +109,7 @@ func nodeStanding(ctx context.Context, st cas.Store, c cid.Cid, id, node string,
 		}
 		switch ev.Kind {
 		case scheduler.EventRegressed:
-			return regressedError("the", c, regression{run: id, ev: ev})
+			return regressedError("the", c, scheduler.Regression{Run: id, Event: ev})
 		case scheduler.EventDeleted:
 			return textsafeError("attest refused: receipt %s of node %s of run %s was withdrawn at %s by %s: %s", c, ev.Node, id, ev.At, ev.Who, ev.Reason)
 		case scheduler.EventRewritten:

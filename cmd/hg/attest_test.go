@@ -613,9 +613,19 @@ func TestAttestOnlyWhatTheRunStillHolds(t *testing.T) {
 	if out, errOut, code := s.hg("verify", forged); code != 0 {
 		t.Fatalf("the forged record does not verify (exit %d): the premise fails\n%s%s", code, out, errOut)
 	}
+	// Each verifies alone (from a bundle, with no runs); against the
+	// store, hg verify names the regression.
 	for _, arg := range []string{s.regBuild, s.regCheck, s.wdCheck} {
-		if out, errOut, code := s.hg("verify", arg); code != 0 {
-			t.Fatalf("verify %s: exit %d: the premise fails\n%s%s", arg, code, out, errOut)
+		bundle := filepath.Join(t.TempDir(), "b.car")
+		if out, errOut, code := s.hg("bundle", "export", arg, "-o", bundle); code != 0 {
+			t.Fatalf("bundle export %s: exit %d\n%s%s", arg, code, out, errOut)
+		}
+		if out, errOut, code := s.hg("verify", "--bundle", bundle, "--key", s.oldPub); code != 0 {
+			t.Fatalf("verify --bundle %s: exit %d: the premise fails\n%s%s", arg, code, out, errOut)
+		}
+		want := map[bool]int{true: exitIntegrity, false: 0}[arg != s.wdCheck]
+		if out, errOut, code := s.hg("verify", arg); code != want || (want != 0) != strings.Contains(errOut, ": not regressed: regressed in run run-reg at ") {
+			t.Fatalf("verify %s: exit %d, want %d\n%s%s", arg, code, want, out, errOut)
 		}
 	}
 	for _, c := range []struct{ what, arg, stderr string }{

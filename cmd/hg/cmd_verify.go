@@ -146,7 +146,7 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 					}
 					roots = []cid.Cid{c}
 				}
-				return verifyTargets(ctx, g, st, roots, trusted, w, asJSON, false)
+				return verifyTargets(ctx, g, st, roots, trusted, w, asJSON, false, false)
 			}
 			dir, err := locateStore(g.store)
 			if err != nil {
@@ -164,7 +164,7 @@ Exit 0 when every check holds, 4 when one fails (the first is named).`,
 				}
 				// A record named by its CID is checked against its
 				// run's latest; a run id names the latest.
-				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON, !isRunID(args[0]))
+				return verifyTargets(ctx, g, st, []cid.Cid{c}, trusted, w, asJSON, !isRunID(args[0]), true)
 			})
 		},
 	}
@@ -204,7 +204,7 @@ func loadBundle(ctx context.Context, st cas.Store, path string) ([]cid.Cid, erro
 // the tables, and fails with an integrity error naming the first broken
 // check. With latest, a run record must also be its run's latest in st
 // (the check "latest record").
-func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.Cid, trusted []ed25519.PublicKey, w *verifyWriter, asJSON, latest bool) error {
+func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.Cid, trusted []ed25519.PublicKey, w *verifyWriter, asJSON, latest, standing bool) error {
 	start := time.Now()
 	var report verifyReport
 	for _, c := range targets {
@@ -232,6 +232,11 @@ func verifyTargets(ctx context.Context, g *globals, st cas.Store, targets []cid.
 			vs, err := verify.VerifyReceiptChain(ctx, st, c, trusted)
 			if err != nil {
 				return err
+			}
+			if standing {
+				if err := markRegressed(ctx, st, vs); err != nil {
+					return err
+				}
 			}
 			report.addReceipts(vs)
 		}
@@ -283,9 +288,19 @@ func reportReceipt(ctx context.Context, g *globals, st cas.Store, l *ledger.Ledg
 	if err != nil {
 		return err
 	}
+	if err := markRegressed(ctx, st, vs); err != nil {
+		return err
+	}
 	var v *verify.Verification
 	if len(vs) > 0 {
 		v = vs[len(vs)-1] // the receipt itself comes last
+		// An upstream receipt that regressed fails the report too.
+		for _, u := range vs[:len(vs)-1] {
+			if f := u.FirstFailure(); f != nil && f.Name == checkRegressed {
+				v.Checks = append(v.Checks, verify.Check{Name: checkRegressed, Detail: "upstream " + u.Receipt.String() + " " + f.Detail})
+				break
+			}
+		}
 	}
 	if err := report.WriteVerifiedReport(g.ui.stdout, l, v); err != nil {
 		return err

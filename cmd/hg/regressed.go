@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/verify"
+	"github.com/haygent/hg/scheduler"
+)
+
+// checkRegressed is the check hg verify RECEIPT and hg report RECEIPT
+// add against a store: a receipt still verifies after a recheck found
+// that its PASS no longer holds (under today's trust, or replayed), and
+// the store's run records are where that finding is. A receipt that a
+// run of the store regressed, or that is built from one, is not shown as
+// holding.
+const checkRegressed = "not regressed"
+
+// markRegressed adds to each verification of vs (a receipt's chain,
+// upstream first, the receipt last) whose receipt a run of st regressed a
+// failed check checkRegressed naming where and why; when none did, the
+// last gets one that holds.
+func markRegressed(ctx context.Context, st cas.Store, vs []*verify.Verification) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	regs, err := scheduler.Regressions(ctx, st)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, v := range vs {
+		if g, ok := regs[v.Receipt]; ok {
+			found = true
+			v.Checks = append(v.Checks, verify.Check{Name: checkRegressed, Detail: g.String() + ": a recheck found that this PASS no longer holds"})
+		}
+	}
+	if !found {
+		last := vs[len(vs)-1]
+		last.Checks = append(last.Checks, verify.Check{Name: checkRegressed, OK: true,
+			Detail: "no run of this store regressed it or a receipt upstream of it"})
+	}
+	return nil
+}

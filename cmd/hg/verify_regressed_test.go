@@ -1,0 +1,104 @@
+package main
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore/boltstoretest"
+	"github.com/haygent/hg/web"
+)
+
+// TestVerifyReceiptRegressed: a receipt a recheck regressed still
+// verifies alone (its signer is trusted again), but hg verify RECEIPT and
+// hg report RECEIPT against the store say it regressed, and fail, for the
+// receipt and for work built from it; from a bundle, without the store's
+// runs, it verifies.
+func TestVerifyReceiptRegressed(t *testing.T) {
+	s := newStanding(t)
+	cases := []struct {
+		name, receipt, want string
+	}{
+		{"regressed in its run", s.regBuild, "receipt " + s.regBuild + ": not regressed: regressed in run run-reg at "},
+		{"regressed in a run that took it from the memo", s.srcBuild, "receipt " + s.srcBuild + ": not regressed: regressed in run run-memo at "},
+		{"built from a regressed receipt", s.srcCheck, "receipt " + s.srcBuild + ": not regressed: regressed in run run-memo at "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := s.hg("verify", c.receipt)
+			if code != exitIntegrity || !strings.Contains(errOut, c.want) {
+				t.Errorf("hg verify: exit %d, want %d and %q\n%s%s", code, exitIntegrity, c.want, out, errOut)
+			}
+			out, errOut, code = s.hg("report", c.receipt)
+			if code != exitIntegrity || !strings.Contains(errOut, "not regressed: ") {
+				t.Errorf("hg report: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+	// Work no recheck touched.
+	if out, errOut, code := s.hg("verify", s.wdBuild); code != 0 || !strings.Contains(out, "not regressed") {
+		t.Errorf("hg verify of work no recheck regressed: exit %d\n%s%s", code, out, errOut)
+	}
+	// A bundle carries no run of the store: the receipt verifies alone.
+	bundle := t.TempDir() + "/b.car"
+	if out, errOut, code := s.hg("bundle", "export", s.regBuild, "-o", bundle); code != 0 {
+		t.Fatalf("bundle export: %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := s.hg("verify", "--bundle", bundle, "--key", s.oldPub); code != 0 || strings.Contains(out, "not regressed") {
+		t.Errorf("hg verify --bundle: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestServeRegressed: hg serve shows a receipt a recheck regressed, in
+// any run of the store, as taken back, never as PASS, with where and why;
+// on its own page, as an upstream receipt, and as the work of a node
+// whose run still holds it done.
+func TestServeRegressed(t *testing.T) {
+	s := newStanding(t)
+	srv, err := web.New(serveConfig(s.dir, "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statusRE := regexp.MustCompile(`id="receipt-status" class="status">([^<]*)<`)
+	page := func(target string) (status, body string) {
+		t.Helper()
+		code, body := getPage(srv, target)
+		m := statusRE.FindStringSubmatch(body)
+		if code != http.StatusOK || m == nil {
+			t.Fatalf("%s: %d, no status", target, code)
+		}
+		return m[1], body
+	}
+	for _, target := range []string{"/receipts/" + s.regBuild, "/receipts/" + s.srcBuild, "/runs/run-src/nodes/build"} {
+		status, body := page(target)
+		if status != "taken back (a recheck regressed this PASS)" || !strings.Contains(body, `id="regressed">A recheck found that this PASS no longer holds: regressed in run run-`) {
+			t.Errorf("%s: status %q, or no word of the regression", target, status)
+		}
+	}
+	// run-src's check is built from the regressed build: its upstream
+	// link reads taken back.
+	if _, body := page("/receipts/" + s.srcCheck); !strings.Contains(body, `<span class="status">taken back (a recheck regressed this PASS)</span>`) {
+		t.Errorf("check's upstream link does not read taken back")
+	}
+	if status, body := page("/receipts/" + s.wdBuild); status != "PASS" || strings.Contains(body, `id="regressed"`) {
+		t.Errorf("work no recheck regressed: %q", status)
+	}
+	// run-wd's record damaged on disk: whether it regressed a receipt is
+	// not known, and the page of a server that has not read it says so.
+	root, _ := runRecord(t, s.dir, "run-wd")
+	c, err := cas.ParseCID(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstoretest.Corrupt(s.dir, c, 3); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err = web.New(serveConfig(s.dir, "", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := page("/receipts/" + s.wdBuild); !strings.Contains(body, `id="regressions-unread">Whether a recheck regressed this receipt is not known for run run-wd: its record cannot be read.`) {
+		t.Errorf("a record that cannot be read is not named")
+	}
+}
