@@ -13,11 +13,6 @@ func EncodeRecord(rec *Record) ([]cas.Block, cid.Cid, error) {
 	return encodeRecord(context.Background(), rec, nil)
 }
 
-// SetSignaturesAhead sets how many batches of signatures may be checked
-// ahead of the nodes' verification, until the returned function restores
-// it.
-func SetSignaturesAhead(n int) (restore func()) {
-	old := signaturesAhead
-	signaturesAhead = n
-	return func() { signaturesAhead = old }
-}
+// SignaturesAhead returns options under which VerifyRun checks at most n
+// batches of signatures ahead of the nodes' verification.
+func SignaturesAhead(n int) *VerifyOptions { return &VerifyOptions{signaturesAhead: n} }

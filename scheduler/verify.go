@@ -36,6 +36,10 @@ type VerifyOptions struct {
 	// Progress, if set, is called as nodes are verified with how many
 	// are done out of how many, from one goroutine at a time.
 	Progress func(done, total int)
+
+	// signaturesAhead, when not 0, replaces defaultSignaturesAhead (for
+	// tests: export_test.go).
+	signaturesAhead int
 }
 
 // RunVerification is the verification of a stored run: checks of the run
@@ -148,7 +152,7 @@ func VerifyRun(ctx context.Context, st cas.Store, c cid.Cid, trusted []ed25519.P
 	cache := verify.NewCache()
 	sigCtx, stopSigs := context.WithCancel(ctx)
 	defer stopSigs()
-	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec)
+	sigs := precheckSignatures(sigCtx, st, cache.Signatures(), rec, opts.signaturesAhead)
 
 	wo, events, packages, known, err := loadRunParts(ctx, st, rec, v, true, nil)
 	if err != nil {
@@ -331,10 +335,10 @@ func VerifyNode(ctx context.Context, st cas.Store, c cid.Cid, node string, cv *v
 // core busy while the other waits.
 const signatureBatch = 64
 
-// signaturesAhead bounds how many batches the signature checks run ahead
-// of the nodes' verification: what they find is kept in a cache of
+// defaultSignaturesAhead bounds how many batches the signature checks run
+// ahead of the nodes' verification: what they find is kept in a cache of
 // 16,384 signatures, which must still hold a batch when its nodes come.
-var signaturesAhead = 32
+const defaultSignaturesAhead = 32
 
 // signatureChecks is the progress of the batch checks of a run's
 // signatures: done[k] is closed once batch k is checked (or ctx is done),
@@ -349,10 +353,13 @@ type signatureChecks struct {
 // receipts in batches of signatureBatch nodes, on every core. Whether a
 // batch holds is not reported: it only spares each receipt's own check
 // (see [ledger.Signatures.PrecheckReceipts]).
-func precheckSignatures(ctx context.Context, st cas.Store, sigs *ledger.Signatures, rec *Record) *signatureChecks {
+func precheckSignatures(ctx context.Context, st cas.Store, sigs *ledger.Signatures, rec *Record, ahead int) *signatureChecks {
+	if ahead <= 0 {
+		ahead = defaultSignaturesAhead
+	}
 	s := &signatureChecks{
 		done:  make([]chan struct{}, (len(rec.Nodes)+signatureBatch-1)/signatureBatch),
-		ahead: make(chan struct{}, signaturesAhead),
+		ahead: make(chan struct{}, ahead),
 	}
 	for k := range s.done {
 		s.done[k] = make(chan struct{})

@@ -224,8 +224,10 @@ func TestVerifyRunSignatureBatches(t *testing.T) {
 	root := storeRecord(t, st, rec)
 
 	// One batch ahead at most: the checks wait for the nodes.
-	defer scheduler.SetSignaturesAhead(1)()
-	v := verifyRun(t, st, root, runTrusted)
+	v, err := scheduler.VerifyRun(ctx, st, root, runTrusted, scheduler.SignaturesAhead(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, nv := range v.Nodes {
 		for _, c := range nv.Checks {
 			if c.Name == verify.CheckSignature && c.OK == (i == broken) {
