@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -97,6 +98,34 @@ func GetObject(ctx context.Context, st BlockReader, c cid.Cid, v any) error {
 		return bad("it lists %d links where its content holds %d distinct ones, or other ones", len(env.Links), len(got))
 	}
 	return Unmarshal(data, v)
+}
+
+// ReadObjectBlocks reads every block of the object stored at c, as
+// [GetObject] does (its block, and for an envelope every block of its
+// content), each hashed as it is read, and decodes nothing but an
+// envelope: for a caller that keeps the object decoded by its CID and
+// must still find its blocks in st as they are now. A block missing or
+// damaged is an error, as GetObject's.
+func ReadObjectBlocks(ctx context.Context, st BlockReader, c cid.Cid) error {
+	var content cid.Cid
+	err := st.View(ctx, c, func(data []byte) error {
+		if t, _ := TextEntry(data, "type"); t != TypeLarge {
+			return nil
+		}
+		var env Large
+		if err := Unmarshal(data, &env); err != nil {
+			return err
+		}
+		content = env.Content.Cid
+		return nil
+	})
+	if err != nil || !content.Defined() {
+		return err
+	}
+	if _, err := ReadFile(ctx, st, content, io.Discard, nil); err != nil {
+		return fmt.Errorf("envelope %s: %w", c, err)
+	}
+	return nil
 }
 
 // distinctLinks returns links without repeats, sorted by their bytes.

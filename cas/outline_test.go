@@ -13,6 +13,7 @@ import (
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/memstore"
+	"github.com/haygent/hg/cas/storetest"
 	"github.com/ipfs/go-cid"
 )
 
@@ -318,15 +319,7 @@ func TestPutObjectEnvelope(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := cas.NewWriter(st)
-		c, err := cas.PutObject(ctx, w, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return putObject(t, st, data)
 	}
 	c := put(&o)
 	var env cas.Large
@@ -396,4 +389,52 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// ReadObjectBlocks reads back every block of an object, an envelope's
+// content too, and fails on one that is damaged, as GetObject does.
+func TestReadObjectBlocks(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.NewCorruptible(memstore.New())
+	put := func(data []byte) cid.Cid { return putObject(t, st, data) }
+	small, err := cas.Marshal(map[string]any{"type": "test/object@1", "text": "small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := cas.Marshal(map[string]any{"type": "test/object@1", "text": bigText("t", 3<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{small, large} {
+		c := put(data)
+		if err := cas.ReadObjectBlocks(ctx, st, c); err != nil {
+			t.Fatalf("intact: %v", err)
+		}
+		// Damage the last block the object reaches: the envelope's last
+		// chunk, or the object's own block.
+		var last cid.Cid
+		if err := cas.Walk(ctx, st, []cid.Cid{c}, nil, func(b cid.Cid, _ []byte) error { last = b; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !st.Corrupt(last, []byte("damaged")) {
+			t.Fatal("not stored")
+		}
+		if err := cas.ReadObjectBlocks(ctx, st, c); !errors.Is(err, cas.ErrCorrupt) {
+			t.Errorf("%d bytes, block %s damaged: %v", len(data), last, err)
+		}
+	}
+}
+
+// putObject stores the encoded object data in st as cas.PutObject does.
+func putObject(t *testing.T, st cas.Store, data []byte) cid.Cid {
+	t.Helper()
+	w := cas.NewWriter(st)
+	c, err := cas.PutObject(context.Background(), w, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

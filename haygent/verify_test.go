@@ -866,8 +866,8 @@ func TestChainVerifierRemember(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOK(t, v)
-	if cv.Remembered() != 0 || vs.Len() != 3 || vs.Since().IsZero() {
-		t.Fatalf("first verification: %d remembered, %d held", cv.Remembered(), vs.Len())
+	if whole, own := vs.Len(); cv.Remembered() != 0 || whole != 3 || own != 3 || vs.Since().IsZero() {
+		t.Fatalf("first verification: %d remembered, %d and %d held", cv.Remembered(), whole, own)
 	}
 
 	// Bounded: past max it starts again (a, b, c into room for two).
@@ -877,8 +877,8 @@ func TestChainVerifierRemember(t *testing.T) {
 	if _, err := cv.Verify(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if n := small.Len(); n != 1 {
-		t.Fatalf("%d held of three verified into room for two, want the last one", n)
+	if whole, own := small.Len(); whole != 1 || own != 1 {
+		t.Fatalf("%d and %d held of three verified into room for two, want the last one", whole, own)
 	}
 
 	// Again: c and the b it names verified afresh, a (upstream of b)
@@ -1011,4 +1011,131 @@ func TestChainVerifierAhead(t *testing.T) {
 			t.Fatal("fixture: the damaged receipt verifies")
 		}
 	})
+}
+
+// TestChainVerifierBudget: a verification whose budget is spent stops with
+// ErrOverBudget and keeps what it checked, so that verifications one after
+// another, each allowed one new receipt far upstream, reach the whole
+// chain's verdict: the plain walk's, a PASS for an intact chain and the
+// damaged receipt named for a damaged one; never a PASS before the end.
+func TestChainVerifierBudget(t *testing.T) {
+	dir := filepath.Join(fixtures, "haygents", "roundtrip")
+	ctx := context.Background()
+	st := storetest.NewCorruptible(memstore.New())
+	var chain []cid.Cid
+	for i := range 12 {
+		opts := runOpts{files: map[string]string{"data.bin": fmt.Sprint(i)}}
+		if i > 0 {
+			opts.upstream = []cid.Cid{chain[i-1]}
+		}
+		chain = append(chain, runHaygent(t, st, dir, opts).ReceiptCID)
+	}
+	top := chain[len(chain)-1]
+	// bit by bit verifies top with a spent budget until it ends, and
+	// returns the verification and how many tries it took.
+	bit := func(t *testing.T, workers int) (*verify.Verification, int) {
+		t.Helper()
+		vs := verify.NewVerdicts(1000)
+		for tries := 1; tries <= 2*len(chain); tries++ {
+			cv := verify.NewChainVerifier(st, trusted, nil, nil)
+			cv.Remember(vs)
+			cv.Ahead(workers)
+			cv.Budget(time.Now().Add(-time.Second))
+			v, err := cv.Verify(ctx, top)
+			if errors.Is(err, verify.ErrOverBudget) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v, tries
+		}
+		t.Fatalf("no verdict after %d tries", 2*len(chain))
+		return nil, 0
+	}
+	for _, workers := range []int{0, 2} {
+		v, tries := bit(t, workers)
+		wantOK(t, v)
+		// Top and the receipt it names are checked each time; one more
+		// each try.
+		if workers == 0 && tries != len(chain)-2 {
+			t.Errorf("%d tries for a chain of %d, want %d", tries, len(chain), len(chain)-2)
+		}
+	}
+
+	if !st.Corrupt(chain[4], []byte("not the receipt")) {
+		t.Fatal("not stored")
+	}
+	all, err := verify.VerifyReceiptChain(ctx, st, top, trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := all[len(all)-1]
+	for _, workers := range []int{0, 2} {
+		v, _ := bit(t, workers)
+		if v.OK() {
+			t.Fatalf("verified with a damaged receipt upstream (workers %d)", workers)
+		}
+		got, want := v.FirstFailure(), findCheck(plain, verify.CheckUpstream)
+		if got.Name != verify.CheckUpstream || !strings.Contains(got.Detail, chain[4].String()) || want.OK {
+			t.Errorf("workers %d: %s: %s; the plain walk: %s", workers, got.Name, got.Detail, want.Detail)
+		}
+	}
+}
+
+// TestChainVerifierDepth: a verification made far upstream, with what
+// Verdicts holds there, is not what a later Verify of the same verifier
+// takes for a receipt nearer the one asked for: asked for receipt 1 after
+// receipt 2, the verifier checks 1's upstream 0 afresh and finds it
+// damaged, as a verifier asked for 1 alone does.
+func TestChainVerifierDepth(t *testing.T) {
+	dir := filepath.Join(fixtures, "haygents", "roundtrip")
+	ctx := context.Background()
+	st := storetest.NewCorruptible(memstore.New())
+	var chain []cid.Cid
+	for i := range 4 {
+		opts := runOpts{files: map[string]string{"data.bin": fmt.Sprint(i)}}
+		if i > 0 {
+			opts.upstream = []cid.Cid{chain[i-1]}
+		}
+		chain = append(chain, runHaygent(t, st, dir, opts).ReceiptCID)
+	}
+	vs := verify.NewVerdicts(100)
+	with := func() *verify.ChainVerifier {
+		cv := verify.NewChainVerifier(st, trusted, nil, nil)
+		cv.Remember(vs)
+		return cv
+	}
+	if v, err := with().Verify(ctx, chain[3]); err != nil || !v.OK() {
+		t.Fatalf("fixture: %v", err)
+	}
+	if !st.Corrupt(chain[0], []byte("not the receipt")) {
+		t.Fatal("not stored")
+	}
+	alone, err := with().Verify(ctx, chain[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailed(t, alone, verify.CheckUpstream, chain[0].String(), "does not verify")
+	for _, first := range []cid.Cid{chain[2], chain[3]} {
+		cv := with()
+		if _, err := cv.Verify(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		v, err := cv.Verify(ctx, chain[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(v.Checks, alone.Checks) {
+			t.Errorf("receipt 1 after %s: %+v\nalone: %+v", first, v.FirstFailure(), alone.FirstFailure())
+		}
+		// All lists each receipt once, as verified last.
+		seen := map[cid.Cid]bool{}
+		for _, v := range cv.All() {
+			if seen[v.Receipt] {
+				t.Errorf("All lists %s twice", v.Receipt)
+			}
+			seen[v.Receipt] = true
+		}
+	}
 }

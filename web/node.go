@@ -164,9 +164,16 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 		if known, err = packagesKnown(ctx, st, shape); err != nil {
 			return err
 		}
-		// The Work Order as read for the shape, by its CID: its content
-		// cannot have changed.
-		opts.LoadWorkOrder = func(context.Context, cas.Store, *scheduler.Record) (dag.Object, *dag.WorkOrder, error) {
+		// The Work Order as decoded for the shape, by its CID (what the
+		// CID names cannot change), its blocks read back for the page
+		// (one damaged since must fail the check "work order").
+		opts.LoadWorkOrder = func(ctx context.Context, st cas.Store, r *scheduler.Record) (dag.Object, *dag.WorkOrder, error) {
+			if r.WorkOrder.Cid != rec.WorkOrder.Cid {
+				return scheduler.LoadWorkOrder(ctx, st, r)
+			}
+			if err := cas.ReadObjectBlocks(ctx, st, r.WorkOrder.Cid); err != nil {
+				return dag.Object{}, nil, err
+			}
 			return shape.obj, shape.wo, nil
 		}
 	} else if ctx.Err() != nil {

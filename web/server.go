@@ -42,6 +42,44 @@ type Config struct {
 	// ErrorLog, when not nil, receives the errors of requests that failed
 	// on the server's side.
 	ErrorLog *log.Logger
+	// VerifyBudget bounds the time, from its request, a page spends
+	// before it stops checking receipts two links or more upstream of
+	// those it shows: past it the page answers
+	// 202, "verifying", and reloads itself, the server keeping what it
+	// checked (verify.ChainVerifier.Budget). 0 is defaultVerifyBudget;
+	// below 0, none.
+	VerifyBudget time.Duration
+}
+
+// defaultVerifyBudget keeps a page of a node with thousands of receipts
+// upstream that the server has not verified yet within the 200 ms of a
+// page: about 600 receipts a page on two cores.
+const defaultVerifyBudget = 120 * time.Millisecond
+
+// verifyBy is the time by which a page that started at start stops
+// checking receipts far upstream (zero: never).
+func (s *Server) verifyBy(start time.Time) time.Time {
+	switch b := s.cfg.VerifyBudget; {
+	case b == 0:
+		return start.Add(defaultVerifyBudget)
+	case b > 0:
+		return start.Add(b)
+	}
+	return time.Time{}
+}
+
+type verifyByKey struct{}
+
+// withVerifyBy is ctx with the time by which its page stops checking
+// receipts far upstream.
+func withVerifyBy(ctx context.Context, by time.Time) context.Context {
+	return context.WithValue(ctx, verifyByKey{}, by)
+}
+
+// verifyByOf is the time withVerifyBy set in ctx (zero: none).
+func verifyByOf(ctx context.Context) time.Time {
+	by, _ := ctx.Value(verifyByKey{}).(time.Time)
+	return by
 }
 
 // Server serves the pages of one store.
@@ -133,12 +171,17 @@ type storeHandler func(w http.ResponseWriter, r *http.Request, st cas.Store) err
 // An error the handler returns becomes an error page.
 func (s *Server) withStore(h storeHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now() // a page's time counts from its request
 		if err := s.gate.enter(r.Context()); err != nil {
 			return // the client went away while it waited
 		}
 		page := &pageBuffer{header: http.Header{}, code: http.StatusOK}
-		err := s.serveFromStore(page, r, h)
+		err := s.serveFromStore(page, r.WithContext(withVerifyBy(r.Context(), s.verifyBy(start))), h)
 		s.gate.leave()
+		if errors.Is(err, verify.ErrOverBudget) {
+			s.verifying(w, r)
+			return
+		}
 		if err != nil {
 			s.fail(w, r, statusOf(err), err)
 			return
@@ -259,4 +302,29 @@ func (s *Server) logf(format string, args ...any) {
 // pageData is what every page's frame shows.
 type pageData struct {
 	Title string
+	// Refresh has the browser load the page again at once.
+	Refresh bool
+}
+
+// verifyingData is the page of a request whose verification goes on.
+type verifyingData struct {
+	pageData
+	Checked int // receipts whose own checks the server keeps
+}
+
+// verifying answers a page whose verification its budget cut short: 202,
+// nothing of the page (no verdict, no status), and a reload, which goes
+// on from what the server kept.
+func (s *Server) verifying(w http.ResponseWriter, r *http.Request) {
+	_, own := s.verdicts.Len()
+	d := verifyingData{pageData: pageData{Title: "verifying", Refresh: true}, Checked: own}
+	var buf bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&buf, "verifying", d); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Retry-After", "0")
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(buf.Bytes())
 }

@@ -125,6 +125,7 @@ func (s *Server) newVerifierKnown(ctx context.Context, st cas.Store, known map[c
 	cv := verify.NewChainVerifier(st, trusted, known, s.cache)
 	cv.Remember(s.verdicts)
 	cv.Ahead(runtime.GOMAXPROCS(0))
+	cv.Budget(verifyByOf(ctx))
 	return &verifier{cv: cv, verdicts: s.verdicts, regressed: regressed, unread: unread}, nil
 }
 

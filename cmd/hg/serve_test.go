@@ -330,7 +330,7 @@ func TestServeVerdictNow(t *testing.T) {
 	if v, _ := verdict("/runs/run-ok/nodes/summary"); v != "verified" {
 		t.Errorf("summary, with middle's verdict remembered: %s", v)
 	}
-	if _, body := getPage(h, "/runs/run-ok/nodes/summary"); !strings.Contains(body, `id="remembered">This receipt was verified for this page; 3 upstream receipts, with the receipts upstream of them, were taken as verified`) {
+	if _, body := getPage(h, "/runs/run-ok/nodes/summary"); !strings.Contains(body, `id="remembered">This receipt and the receipts it names were verified for this page; 2 receipts further upstream were taken as verified from this server's earlier checks`) {
 		t.Errorf("summary's page does not say what it took as verified from before")
 	}
 	// A new server remembers nothing: summary is broken by middle.
@@ -363,6 +363,14 @@ func TestServeVerdictNow(t *testing.T) {
 	}
 	if v, s := verdict("/runs/run-ok/nodes/right"); !strings.HasPrefix(v, "broken: block hashes: ") || !strings.Contains(v, r.Package.Cid.String()) || s == "PASS" {
 		t.Errorf("right with its package damaged: %s, %s", v, s)
+	}
+	// The run's Work Order damaged on disk, after pages read it: a node
+	// page reads its blocks back and fails "work order".
+	if err := boltstoretest.Corrupt(f.dir, rec.WorkOrder.Cid, 10); err != nil {
+		t.Fatal(err)
+	}
+	if v, s := verdict("/runs/run-ok/nodes/seed"); !strings.HasPrefix(v, "broken: work order: ") || s == "PASS" {
+		t.Errorf("seed with its run's Work Order damaged: %s, %s", v, s)
 	}
 }
 
@@ -525,5 +533,45 @@ func TestServeEventsOfAFinishedRun(t *testing.T) {
 		if code, _ := getPage(h, target); code != http.StatusNotFound {
 			t.Errorf("%s: %d", target, code)
 		}
+	}
+}
+
+// TestServeSupersededByDownstream: a node's page verifies the receipt that
+// superseded the node's before the node's own; that receipt is downstream
+// of the node's, whose upstream receipts are then two links from it. The
+// node's own receipt, and the receipts it names, must still be verified
+// for the page: with middle damaged after the server remembered it,
+// merge's page is broken, not verified.
+func TestServeSupersededByDownstream(t *testing.T) {
+	f := newServeFixture(t)
+	if out, errOut, code := f.hg("supersede", "run-ok", "merge", "--by", "run-ok/summary", "--why", "test"); code != 0 {
+		t.Fatalf("supersede: %d %s%s", code, out, errOut)
+	}
+	h := f.handler(t)
+	verdictRE := regexp.MustCompile(`<p class="verdictline">verdict: <span [^>]*>([^<]*)</span>`)
+	verdict := func(target string) string {
+		t.Helper()
+		code, body := getPage(h, target)
+		m := verdictRE.FindStringSubmatch(body)
+		if code != 200 || m == nil {
+			t.Fatalf("%s: %d\n%s", target, code, body)
+		}
+		return m[1]
+	}
+	for _, node := range []string{"summary", "merge"} {
+		if v := verdict("/runs/run-ok/nodes/" + node); v != "verified" {
+			t.Fatalf("%s before the damage: %s", node, v)
+		}
+	}
+	_, receipts := runRecord(t, f.dir, "run-ok")
+	middle, err := cas.ParseCID(receipts["middle"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstoretest.Corrupt(f.dir, middle, 10); err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict("/runs/run-ok/nodes/merge"); v == "verified" || !strings.Contains(v, middle.String()) {
+		t.Errorf("merge with its upstream middle damaged: %s", v)
 	}
 }

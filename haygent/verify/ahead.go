@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/ipfs/go-cid"
 )
@@ -34,6 +35,9 @@ type aheadEntry struct {
 type walk struct {
 	path map[cid.Cid]bool
 	jobs chan cid.Cid
+
+	mu   sync.Mutex
+	sent map[cid.Cid]bool // what went to the workers, or past them
 }
 
 // startAhead starts cv's workers for one Verify, if it has any, and
@@ -44,7 +48,7 @@ func (cv *ChainVerifier) startAhead(ctx context.Context) (*walk, func()) {
 		return w, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w.jobs = make(chan cid.Cid, aheadQueue)
+	w.jobs, w.sent = make(chan cid.Cid, aheadQueue), map[cid.Cid]bool{}
 	var wg sync.WaitGroup
 	for range cv.aheadWorkers {
 		wg.Go(func() {
@@ -53,9 +57,12 @@ func (cv *ChainVerifier) startAhead(ctx context.Context) (*walk, func()) {
 				case <-ctx.Done():
 					return
 				case c := <-w.jobs:
+					if !cv.deadline.IsZero() && time.Now().After(cv.deadline) {
+						return // the walk stops soon too (see Budget)
+					}
 					// An error is ctx's: the walk checks again what a
 					// worker could not.
-					_, _ = cv.receipt(ctx, c, w.jobs, true)
+					_, _ = cv.receipt(ctx, c, w, true)
 				}
 			}
 		})
@@ -76,21 +83,11 @@ func (cv *ChainVerifier) startAhead(ctx context.Context) (*walk, func()) {
 // workers (those Verdicts holds excepted: the walk may not need them). A
 // worker (worker set) leaves a receipt that the walk or another worker
 // has taken.
-func (cv *ChainVerifier) receipt(ctx context.Context, c cid.Cid, jobs chan cid.Cid, worker bool) (*Verification, error) {
-	if jobs == nil {
-		return verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes, nil)
+func (cv *ChainVerifier) receipt(ctx context.Context, c cid.Cid, w *walk, worker bool) (*Verification, error) {
+	if w.jobs == nil {
+		return cv.ownChecks(ctx, c, nil)
 	}
-	send := func(ups map[cid.Cid]bool) {
-		for u := range ups {
-			if cv.verdicts != nil && cv.verdicts.holds(cv.keys, u) {
-				continue
-			}
-			select {
-			case jobs <- u:
-			default: // the walk verifies it when it gets there
-			}
-		}
-	}
+	send := func(ups map[cid.Cid]bool) { cv.send(w, ups) }
 	cv.mu.Lock()
 	e, taken := cv.ahead[c]
 	if !taken {
@@ -121,9 +118,9 @@ func (cv *ChainVerifier) receipt(ctx context.Context, c cid.Cid, jobs chan cid.C
 			return e.v, nil
 		}
 		// The worker's Verify ended under it: check it here.
-		return verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes, send)
+		return cv.ownChecks(ctx, c, send)
 	}
-	e.v, e.err = verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes, send)
+	e.v, e.err = cv.ownChecks(ctx, c, send)
 	close(e.done)
 	if !worker {
 		cv.mu.Lock()
@@ -131,4 +128,48 @@ func (cv *ChainVerifier) receipt(ctx context.Context, c cid.Cid, jobs chan cid.C
 		cv.mu.Unlock()
 	}
 	return e.v, e.err
+}
+
+// ownChecks makes the receipt c's own checks (every check but "upstream
+// receipts") and keeps them in cv's Verdicts, before anyone else sees
+// them (the walk adds its check to them after).
+func (cv *ChainVerifier) ownChecks(ctx context.Context, c cid.Cid, upstream func(map[cid.Cid]bool)) (*Verification, error) {
+	v, err := verifyReceipt(ctx, cv.st, c, cv.trusted, cv.known, cv.cache, &cv.nodes, upstream)
+	if err == nil && cv.verdicts != nil {
+		cv.verdicts.addOwn(cv.keys, v)
+	}
+	return v, err
+}
+
+// send gives the workers of w the receipts ups, each once: those that
+// Verdicts holds whole are left out; those whose own checks it holds are
+// passed through to what they name upstream.
+func (cv *ChainVerifier) send(w *walk, ups map[cid.Cid]bool) {
+	stack := make([]cid.Cid, 0, len(ups))
+	for u := range ups {
+		stack = append(stack, u)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if w.sent[u] {
+			continue
+		}
+		w.sent[u] = true
+		if cv.verdicts != nil {
+			if cv.verdicts.holds(cv.keys, u) {
+				continue
+			}
+			if o, ok := cv.verdicts.ownOf(cv.keys, u); ok {
+				stack = append(stack, o.upstream...)
+				continue
+			}
+		}
+		select {
+		case w.jobs <- u:
+		default: // the walk checks it when it gets there
+		}
+	}
 }

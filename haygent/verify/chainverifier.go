@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/ledger"
@@ -44,9 +46,12 @@ type ChainVerifier struct {
 	known   map[cid.Cid]bool
 	cache   *Cache
 
-	verdicts   *Verdicts // nil: none remembered across verifications
-	keys       [sha256.Size]byte
-	remembered atomic.Int64 // upstream links answered by verdicts
+	verdicts      *Verdicts // nil: none remembered across verifications
+	keys          [sha256.Size]byte
+	rememberedSet map[cid.Cid]bool // receipts taken from verdicts, not checked again; under mu
+
+	deadline time.Time    // see Budget; zero: none
+	spent    atomic.Int64 // receipts checked two links or more upstream
 
 	aheadWorkers int                     // see Ahead
 	ahead        map[cid.Cid]*aheadEntry // receipts' own checks by workers, under mu
@@ -54,13 +59,19 @@ type ChainVerifier struct {
 	mu    sync.Mutex
 	memo  map[cid.Cid]*chainEntry
 	order []*Verification
-	nodes sync.Map // untyped objects decoded, shared by the receipts
+	at    map[cid.Cid]int // where in order each receipt's verification is
+	nodes sync.Map        // untyped objects decoded, shared by the receipts
 }
 
 type chainEntry struct {
 	done chan struct{}
 	v    *Verification
 	err  error
+	// minDepth is the least depth (links below the receipt asked for)
+	// at which the verification stands: what it took from Verdicts
+	// stands only that far upstream (1 for an upstream receipt held
+	// whole, 2 for its own checks). Asked for nearer, it is made again.
+	minDepth int
 }
 
 // NewChainVerifier returns a verifier of receipts in st signed by one of
@@ -85,9 +96,24 @@ func (cv *ChainVerifier) Remember(vs *Verdicts) {
 	cv.verdicts, cv.keys = vs, keysDigest(cv.trusted)
 }
 
-// Remembered is how many upstream links cv took as verified from the
-// [Verdicts] it was given, without verifying them again.
-func (cv *ChainVerifier) Remembered() int { return int(cv.remembered.Load()) }
+// Remembered is how many upstream receipts cv took from the [Verdicts] it
+// was given (verified whole, or their own checks) without checking them
+// again.
+func (cv *ChainVerifier) Remembered() int {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	return len(cv.rememberedSet)
+}
+
+// remember counts c as taken from Verdicts.
+func (cv *ChainVerifier) remember(c cid.Cid) {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if cv.rememberedSet == nil {
+		cv.rememberedSet = map[cid.Cid]bool{}
+	}
+	cv.rememberedSet[c] = true
+}
 
 // Verify verifies receipt and its upstream receipts, recursively, or
 // returns the verification made before. A receipt that is its own
@@ -96,45 +122,74 @@ func (cv *ChainVerifier) Remembered() int { return int(cv.remembered.Load()) }
 func (cv *ChainVerifier) Verify(ctx context.Context, receipt cid.Cid) (*Verification, error) {
 	w, stop := cv.startAhead(ctx)
 	defer stop()
-	return cv.verify(ctx, receipt, w)
+	e := cv.verify(ctx, receipt, w)
+	return e.v, e.err
 }
 
-// verify verifies c, whose downstream receipts being verified on this
-// goroutine are w.path (a set: a chain of thousands is checked for a
-// loop at each link in constant time).
-func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, w *walk) (*Verification, error) {
-	path := w.path
-	if path[c] {
-		return nil, nil
+// verify returns the entry of c's verification for the depth len(w.path)
+// below the receipt asked for: made before, if it stands there, or made
+// now. w.path is the set of receipts being verified down the chain on
+// this goroutine (a chain of thousands is checked for a loop at each
+// link in constant time): c among them is a loop, an entry without a
+// verification.
+func (cv *ChainVerifier) verify(ctx context.Context, c cid.Cid, w *walk) *chainEntry {
+	if w.path[c] {
+		return &chainEntry{}
 	}
-	cv.mu.Lock()
-	e, ok := cv.memo[c]
-	if !ok {
-		e = &chainEntry{done: make(chan struct{})}
-		cv.memo[c] = e
-	}
-	cv.mu.Unlock()
-	if ok {
+	depth := len(w.path)
+	for {
+		cv.mu.Lock()
+		e, ok := cv.memo[c]
+		if !ok {
+			e = &chainEntry{done: make(chan struct{})}
+			cv.memo[c] = e
+		}
+		cv.mu.Unlock()
+		if !ok {
+			cv.fill(ctx, c, w, e)
+			return e
+		}
 		select {
 		case <-e.done:
-			return e.v, e.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return &chainEntry{err: ctx.Err()}
 		}
-	}
-	defer close(e.done)
-	path[c] = true
-	e.v, e.err = cv.verifyOne(ctx, c, w)
-	delete(path, c)
-	if e.err == nil {
+		if e.err != nil || depth >= e.minDepth {
+			return e
+		}
+		// Made farther upstream, with what Verdicts holds there: not
+		// for here.
 		cv.mu.Lock()
-		cv.order = append(cv.order, e.v)
-		cv.mu.Unlock()
-		if cv.verdicts != nil && e.v.OK() && e.v.Status == ledger.StatusPass {
-			cv.verdicts.add(cv.keys, c)
+		if cv.memo[c] == e {
+			delete(cv.memo, c)
 		}
+		cv.mu.Unlock()
 	}
-	return e.v, e.err
+}
+
+// fill verifies c into e, which it alone holds undone.
+func (cv *ChainVerifier) fill(ctx context.Context, c cid.Cid, w *walk, e *chainEntry) {
+	defer close(e.done)
+	w.path[c] = true
+	e.v, e.minDepth, e.err = cv.verifyOne(ctx, c, w)
+	delete(w.path, c)
+	if e.err != nil {
+		return
+	}
+	cv.mu.Lock()
+	if i, ok := cv.at[c]; ok {
+		cv.order[i] = e.v // made again, nearer the receipt asked for
+	} else {
+		if cv.at == nil {
+			cv.at = map[cid.Cid]int{}
+		}
+		cv.at[c] = len(cv.order)
+		cv.order = append(cv.order, e.v)
+	}
+	cv.mu.Unlock()
+	if cv.verdicts != nil && e.v.OK() && e.v.Status == ledger.StatusPass {
+		cv.verdicts.add(cv.keys, c)
+	}
 }
 
 // remembers reports whether cv takes the upstream receipt c as verified
@@ -150,11 +205,30 @@ func (cv *ChainVerifier) remembers(c cid.Cid, path map[cid.Cid]bool) bool {
 	return !mine && cv.verdicts.holds(cv.keys, c)
 }
 
-func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, w *walk) (*Verification, error) {
+// verifyOne verifies c, which w.path holds: its own checks, or, two links
+// or more upstream of the receipt asked for, what Verdicts kept of them;
+// then its upstream receipts. minDepth is as chainEntry's.
+func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, w *walk) (v *Verification, minDepth int, err error) {
 	path := w.path
-	v, err := cv.receipt(ctx, c, w.jobs, false)
-	if err != nil || v.Input == nil || len(v.Input.Upstream) == 0 {
-		return v, err
+	far := len(path) > 2 // c is two links or more upstream
+	if far && !cv.checkedAhead(c) {
+		if v = cv.ownRemembered(c); v != nil {
+			minDepth = 2
+		}
+	}
+	if v == nil {
+		if far {
+			if err := cv.overBudget(); err != nil {
+				return nil, 0, err
+			}
+			cv.spent.Add(1)
+		}
+		if v, err = cv.receipt(ctx, c, w, false); err != nil {
+			return nil, 0, err
+		}
+	}
+	if v.Input == nil || len(v.Input.Upstream) == 0 {
+		return v, minDepth, nil
 	}
 	var probs problems
 	remembered := 0
@@ -163,12 +237,15 @@ func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, w *walk) (*Ve
 		// further up, one verified before stands.
 		if len(path) > 1 && cv.remembers(u.Cid, path) {
 			remembered++
+			cv.remember(u.Cid)
+			minDepth = max(minDepth, 1)
 			continue
 		}
-		uv, err := cv.verify(ctx, u.Cid, w)
+		ue := cv.verify(ctx, u.Cid, w)
+		uv := ue.v
 		switch {
-		case err != nil:
-			return nil, err
+		case ue.err != nil:
+			return nil, 0, ue.err
 		case uv == nil:
 			probs.add("upstream %s links back to a receipt that needs it", u.Cid)
 		case !uv.OK():
@@ -176,14 +253,71 @@ func (cv *ChainVerifier) verifyOne(ctx context.Context, c cid.Cid, w *walk) (*Ve
 		case uv.Status != ledger.StatusPass:
 			probs.add("upstream %s is a %s, not a PASS", u.Cid, uv.Status)
 		}
+		minDepth = max(minDepth, ue.minDepth-1)
 	}
 	ok := fmt.Sprintf("%d upstream receipts, each verified and PASS", len(v.Input.Upstream))
 	if remembered > 0 {
-		cv.remembered.Add(int64(remembered))
-		ok += fmt.Sprintf(" (%d of them, with the receipts upstream of them, as verified before by this verifier, not again now)", remembered)
+		ok += fmt.Sprintf(" (%d of them, with the receipts upstream of them, as verified before, not again now)", remembered)
 	}
 	v.Checks = append(v.Checks, probs.check(CheckUpstream, ok))
-	return v, nil
+	return v, minDepth, nil
+}
+
+// CheckRemembered is the one check of a receipt whose own checks a
+// [ChainVerifier] took from its [Verdicts] instead of making them again.
+const CheckRemembered = "own checks"
+
+// checkedAhead reports whether a worker of cv's (see Ahead) checks c, or
+// has: the walk takes what it finds rather than what Verdicts kept.
+func (cv *ChainVerifier) checkedAhead(c cid.Cid) bool {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	_, ok := cv.ahead[c]
+	return ok
+}
+
+// ownRemembered returns the verification of c as Verdicts kept its own
+// checks (held, or failed a moment ago), or nil.
+func (cv *ChainVerifier) ownRemembered(c cid.Cid) *Verification {
+	if cv.verdicts == nil {
+		return nil
+	}
+	if o, ok := cv.verdicts.ownOf(cv.keys, c); ok {
+		cv.remember(c)
+		v := &Verification{Receipt: c, Run: o.run, Status: ledger.StatusPass, Input: &ledger.Packet{},
+			Checks: []Check{{Name: CheckRemembered, OK: true, Detail: "they held when this verifier made them before; not made again now"}}}
+		for _, u := range o.upstream {
+			v.Input.Upstream = append(v.Input.Upstream, cas.Link{Cid: u})
+		}
+		return v
+	}
+	if b, ok := cv.verdicts.badOf(cv.keys, c); ok {
+		cv.remember(c)
+		v := *b
+		v.Checks = slices.Clone(b.Checks)
+		return &v
+	}
+	return nil
+}
+
+// ErrOverBudget is the error of a [ChainVerifier.Verify] that its budget
+// cut short.
+var ErrOverBudget = errors.New("verification cut short: its time is spent")
+
+// Budget has cv stop, with [ErrOverBudget], once deadline has passed,
+// before it checks a receipt two links or more upstream of the one it is
+// asked for that its [Verdicts] does not hold (one such receipt at
+// least: every Verify makes progress). Together with Remember, a page
+// can verify a chain of thousands of receipts a part at a time: what it
+// checked is kept, and the next Verify goes on from there. The receipt
+// asked for and those it names are checked whatever the time.
+func (cv *ChainVerifier) Budget(deadline time.Time) { cv.deadline = deadline }
+
+func (cv *ChainVerifier) overBudget() error {
+	if cv.deadline.IsZero() || cv.spent.Load() == 0 || time.Now().Before(cv.deadline) {
+		return nil
+	}
+	return ErrOverBudget
 }
 
 // All returns every verification made, each receipt after its upstream

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
 )
 
@@ -31,6 +32,12 @@ import (
 //
 // A Verdicts is safe for concurrent use; it holds at most max receipts
 // (past that it is emptied and starts again).
+//
+// It also remembers receipts whose own checks (every check but "upstream
+// receipts") held, as a PASS: a receipt that far upstream is not read
+// again, and what it names upstream is walked from here. A verification
+// cut short by its budget ([ChainVerifier.Budget]) leaves what it checked
+// here, so that the next one goes on from there.
 type Verdicts struct {
 	max int
 
@@ -38,11 +45,35 @@ type Verdicts struct {
 	keys  [sha256.Size]byte // the digest of the trusted keys the verdicts are for
 	since time.Time         // when the verdicts held were first remembered
 	m     map[cid.Cid]struct{}
+	own   map[cid.Cid]ownVerdict
+	bad   map[cid.Cid]badVerdict
 }
 
-// NewVerdicts returns an empty Verdicts of at most max receipts.
+// badVerdict is a receipt whose own checks did not hold as a PASS, kept
+// for badFor: a walk cut short by its budget finds it again without
+// checking it again, and goes on past it. It may verify later (a block
+// that was missing arrives), so it is kept only that long: until then a
+// page may call it broken when it no longer is, never the other way.
+type badVerdict struct {
+	v  *Verification // its own checks; not changed once kept
+	at time.Time
+}
+
+// badFor is how long a receipt whose own checks failed is kept.
+const badFor = time.Minute
+
+// ownVerdict is what a receipt whose own checks held leaves for the walk
+// that takes it from [Verdicts]: its run and the upstream receipts its
+// input names (its status is PASS).
+type ownVerdict struct {
+	run      string
+	upstream []cid.Cid
+}
+
+// NewVerdicts returns an empty Verdicts of at most max receipts (of
+// each kind).
 func NewVerdicts(max int) *Verdicts {
-	return &Verdicts{max: max, m: map[cid.Cid]struct{}{}}
+	return &Verdicts{max: max, m: map[cid.Cid]struct{}{}, own: map[cid.Cid]ownVerdict{}, bad: map[cid.Cid]badVerdict{}}
 }
 
 // keysDigest names a set of trusted keys, whatever their order.
@@ -79,13 +110,81 @@ func (vs *Verdicts) holds(keys [sha256.Size]byte, receipt cid.Cid) bool {
 func (vs *Verdicts) add(keys [sha256.Size]byte, receipt cid.Cid) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if vs.keys != keys || len(vs.m) >= vs.max {
-		vs.keys, vs.m, vs.since = keys, map[cid.Cid]struct{}{}, time.Time{}
+	vs.forKeys(keys)
+	if len(vs.m) >= vs.max {
+		vs.m = map[cid.Cid]struct{}{}
+	}
+	vs.m[receipt] = struct{}{}
+}
+
+// forKeys empties vs when its verdicts are for other keys, and starts
+// its clock. vs.mu is held.
+func (vs *Verdicts) forKeys(keys [sha256.Size]byte) {
+	if vs.keys != keys {
+		vs.keys, vs.since = keys, time.Time{}
+		vs.m, vs.own, vs.bad = map[cid.Cid]struct{}{}, map[cid.Cid]ownVerdict{}, map[cid.Cid]badVerdict{}
 	}
 	if vs.since.IsZero() {
 		vs.since = time.Now()
 	}
-	vs.m[receipt] = struct{}{}
+}
+
+// ownOf returns what receipt left when its own checks held as a PASS for
+// the keys whose digest is keys.
+func (vs *Verdicts) ownOf(keys [sha256.Size]byte, receipt cid.Cid) (ownVerdict, bool) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.keys != keys {
+		return ownVerdict{}, false
+	}
+	o, ok := vs.own[receipt]
+	return o, ok
+}
+
+// badOf returns the own checks of receipt kept as failed, for the keys
+// whose digest is keys, if they were kept less than badFor ago.
+func (vs *Verdicts) badOf(keys [sha256.Size]byte, receipt cid.Cid) (*Verification, bool) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	b, ok := vs.bad[receipt]
+	if !ok || vs.keys != keys || time.Since(b.at) > badFor {
+		return nil, false
+	}
+	return b.v, true
+}
+
+// addOwn remembers the own checks v of a receipt (every check but
+// "upstream receipts"), for the keys whose digest is keys: as held when
+// they all held and the receipt is a PASS, else as failed, for badFor.
+func (vs *Verdicts) addOwn(keys [sha256.Size]byte, v *Verification) {
+	if !v.OK() || v.Status != ledger.StatusPass {
+		b := badVerdict{v: &Verification{Receipt: v.Receipt, Run: v.Run, Status: v.Status, Checks: slices.Clone(v.Checks)}, at: time.Now()}
+		if v.Input != nil {
+			b.v.Input = &ledger.Packet{Upstream: slices.Clone(v.Input.Upstream)}
+		}
+		vs.mu.Lock()
+		defer vs.mu.Unlock()
+		vs.forKeys(keys)
+		if len(vs.bad) >= vs.max {
+			vs.bad = map[cid.Cid]badVerdict{}
+		}
+		vs.bad[v.Receipt] = b
+		return
+	}
+	o := ownVerdict{run: v.Run}
+	if v.Input != nil {
+		for _, u := range v.Input.Upstream {
+			o.upstream = append(o.upstream, u.Cid)
+		}
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	vs.forKeys(keys)
+	if len(vs.own) >= vs.max {
+		vs.own = map[cid.Cid]ownVerdict{}
+	}
+	vs.own[v.Receipt] = o
+	delete(vs.bad, v.Receipt)
 }
 
 // Since is when the oldest verdict Verdicts holds was remembered (zero if
@@ -96,9 +195,10 @@ func (vs *Verdicts) Since() time.Time {
 	return vs.since
 }
 
-// Len is how many receipts' verdicts it holds.
-func (vs *Verdicts) Len() int {
+// Len is how many receipts' verdicts it holds: verified whole, and whose
+// own checks held.
+func (vs *Verdicts) Len() (whole, own int) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	return len(vs.m)
+	return len(vs.m), len(vs.own)
 }
