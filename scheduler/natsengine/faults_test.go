@@ -164,7 +164,18 @@ func checkOutcome(t *testing.T, out scheduler.Outcome, signer ed25519.PrivateKey
 // and carried out, and the engine says it lost and regained the server.
 func TestServerOutage(t *testing.T) {
 	srv := newRestartable(t, true)
-	startWorkerOn(t, connectForever(t, srv.url()), natsengine.WorkerOptions{Key: workerKeys[0], AckWait: 2 * time.Second})
+	// The outage comes once the worker has its consumer: one stopped
+	// in the middle of setting up returns, and no worker would serve.
+	connected := make(chan struct{})
+	var once sync.Once
+	startWorkerOn(t, connectForever(t, srv.url()), natsengine.WorkerOptions{Key: workerKeys[0], AckWait: 2 * time.Second,
+		Events: func(ev natsengine.WorkerEvent) {
+			t.Logf("worker: %s", ev)
+			if ev.Event == natsengine.EventConnected {
+				once.Do(func() { close(connected) })
+			}
+		}})
+	<-connected
 	seen := newNotices()
 	e, err := natsengine.New(connectForever(t, srv.url()), natsengine.Options{Timeout: 3 * time.Minute, Log: t.Logf, Notify: seen.add(t)})
 	if err != nil {
