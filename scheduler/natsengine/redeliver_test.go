@@ -18,9 +18,11 @@ import (
 // A worker whose acks never reach the server (its user may not publish
 // on $JS.ACK.>: every ack lost, as when it dies right after publishing
 // an outcome or a failover drops the ack) still answers what it takes.
-// Its invocation's receipt is accepted, and the invocation is not handed
-// to another worker when the ack wait runs out: the engine took it off
-// the queue once it had the outcome.
+// Its invocations' receipts are accepted, and none of them is handed to
+// a worker again when the ack wait runs out: the engine took each off
+// the queue once it had the outcome. (Its acks are plain ones, which it
+// does not wait on, so it goes on taking invocations after the first:
+// every one of them has its ack lost.)
 func TestAnsweredInvocationNotRunAgain(t *testing.T) {
 	const ackWait = 500 * time.Millisecond
 	s, err := server.NewServer(&server.Options{
@@ -68,8 +70,8 @@ func TestAnsweredInvocationNotRunAgain(t *testing.T) {
 			}
 		})
 	}
-	// The lossy worker alone takes the first invocation (and is stuck
-	// on its ack); the other starts once that is accepted.
+	// The lossy worker alone takes the first invocation; the other
+	// starts once that is accepted.
 	serve(0, as("lossy", nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})))
 	e := newEngineOn(t, as("hg"))
 	other := as("hg")
@@ -118,8 +120,8 @@ func TestAnsweredInvocationNotRunAgain(t *testing.T) {
 			}
 		}
 	}
-	if took[0] != 1 || len(accepted) != nodes {
-		t.Errorf("the lossy worker took %d invocations, want 1; %d of %d nodes accepted", took[0], len(accepted), nodes)
+	if took[0] < 1 || took[0]+took[1] != nodes || len(accepted) != nodes {
+		t.Errorf("the lossy worker took %d invocations, the other %d, want at least 1 and %d in all (none twice); %d of %d nodes accepted", took[0], took[1], nodes, len(accepted), nodes)
 	}
 	t.Logf("invocations taken by worker: %v", took)
 }

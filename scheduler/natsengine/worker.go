@@ -347,11 +347,12 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.NakWithDelay(2 * time.Second)
 		return
 	}
-	// The engine takes an answered invocation off the queue itself, so
-	// an ack lost with a server costs nothing but this wait: kept short.
-	actx, acancel := context.WithTimeout(ctx, replyAttempt)
-	defer acancel()
-	if err := msg.DoubleAck(actx); err != nil {
+	// A plain ack, not one the server confirms: the engine takes an
+	// answered invocation off the queue itself (its sweep of answered
+	// invocations), so an ack lost with a server costs nothing but that
+	// delete, and waiting for the server's word would cost a message and a
+	// round trip an invocation for nothing.
+	if err := msg.Ack(); err != nil {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "ack: " + err.Error()})
 	}
 	w.event(WorkerEvent{Event: EventDone, ID: req.ID, Run: inv.Run, Node: inv.Node, Receipt: out.Receipt.String()})
