@@ -20,7 +20,7 @@ import (
 )
 
 // benchServer runs a JetStream server on loopback for the benchmark.
-func benchServer(b *testing.B) string {
+func benchServer(b *testing.B) *server.Server {
 	b.Helper()
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), NoLog: true, NoSigs: true,
@@ -36,7 +36,18 @@ func benchServer(b *testing.B) string {
 		s.Shutdown()
 		s.WaitForShutdown()
 	})
-	return s.ClientURL()
+	return s
+}
+
+// serverMsgs is how many messages the server has received and sent, of
+// every kind (publications, acks, pulls, deliveries, API requests and
+// their replies, heartbeats).
+func serverMsgs(b *testing.B, s *server.Server) int64 {
+	v, err := s.Varz(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v.InMsgs + v.OutMsgs
 }
 
 // BenchmarkNATSThroughput runs the same Work Order of builtin-only nodes
@@ -46,8 +57,9 @@ func benchServer(b *testing.B) string {
 // engine, with two workers in this process on one JetStream server on
 // loopback, and through the local engine, five runs of each in turn
 // after one uncounted run of each, and reports the nodes a second of
-// each, their ratio, and the CPU time a node of each (the workers' and
-// the server's included: they share the process and its cores). Both runs are the same scheduler with the same options
+// each, their ratio, the CPU time a node of each (the workers' and
+// the server's included: they share the process and its cores), and the
+// messages the server received and sent a node in the NATS runs. Both runs are the same scheduler with the same options
 // (receipts verified, accepted and stored in memory, no memo cache);
 // only the engine differs. Target: NATS at least half the local
 // throughput for builtin-only nodes (measured, not asserted).
@@ -69,7 +81,8 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	url := benchServer(b)
+	srv := benchServer(b)
+	url := srv.ClientURL()
 	conn := func() *nats.Conn {
 		nc, err := nats.Connect(url)
 		if err != nil {
@@ -129,11 +142,14 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	once(eng)
 	b.ResetTimer()
 	var local, remote, localCPU, remoteCPU time.Duration
+	var msgs int64 // the server's, in the NATS runs
 	for range b.N * rounds {
 		w, c := once(nil)
 		local, localCPU = local+w, localCPU+c
+		m0 := serverMsgs(b, srv)
 		w, c = once(eng)
 		remote, remoteCPU = remote+w, remoteCPU+c
+		msgs += serverMsgs(b, srv) - m0
 	}
 	b.StopTimer()
 	nodes := float64(b.N * rounds * n)
@@ -143,15 +159,16 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	b.ReportMetric(natsRate/localRate, "nats/local")
 	b.ReportMetric(float64(localCPU.Microseconds())/nodes, "local-cpu-µs/node")
 	b.ReportMetric(float64(remoteCPU.Microseconds())/nodes, "nats-cpu-µs/node")
+	b.ReportMetric(float64(msgs)/nodes, "server-msgs/node")
 	verdict := "MISSED"
 	if natsRate >= localRate/2 {
 		verdict = "met"
 	}
 	fmt.Printf("\nNATS engine throughput, %d builtin-only nodes (fan-out), scheduler jobs %d, 2 workers x %d jobs, one server on loopback (%d CPUs):\n"+
-		"  local  %8.0f nodes/s  %6.0f CPU-µs/node\n  nats   %8.0f nodes/s  %6.0f CPU-µs/node (workers and server included)\n"+
+		"  local  %8.0f nodes/s  %6.0f CPU-µs/node\n  nats   %8.0f nodes/s  %6.0f CPU-µs/node (workers and server included), %.1f server messages a node (in and out)\n"+
 		"  nats/local %.2f   target >= 0.5   %s (measured, not asserted)\n",
 		n, jobs, workerJobs, runtime.NumCPU(), localRate, float64(localCPU.Microseconds())/nodes,
-		natsRate, float64(remoteCPU.Microseconds())/nodes, natsRate/localRate, verdict)
+		natsRate, float64(remoteCPU.Microseconds())/nodes, float64(msgs)/nodes, natsRate/localRate, verdict)
 }
 
 // cpuTime is the CPU time this process has used, user and system: the
