@@ -4,11 +4,13 @@ package main
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/cas/boltstore/boltstoretest"
 	"github.com/haygent/hg/web"
@@ -70,5 +72,30 @@ func TestServeVerifyingBitByBit(t *testing.T) {
 	m := regexp.MustCompile(`data-verdict="broken">broken: upstream receipts: ([^<]*)<`).FindStringSubmatch(body)
 	if m == nil || !strings.Contains(m[1], damaged.String()) || strings.Contains(body, `id="receipt-status" class="status">PASS<`) {
 		t.Fatalf("with %s damaged: not broken by it", damaged)
+	}
+}
+
+// TestServeVerifyingInBrowser: in a browser, the page of the last node of
+// a chain that takes many loads to verify reloads itself (no script: the
+// page's refresh) until it shows the verdict, verified, with PASS.
+func TestServeVerifyingInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	dir := serveBenchStore(t, "chain", 30)
+	cfg := serveConfig(dir, "", nil)
+	cfg.VerifyBudget = time.Nanosecond
+	srv, err := web.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	b := newBrowser(t)
+	b.do("open the last node, and wait for its verdict", chromedp.Navigate(ts.URL+"/runs/run-10k/nodes/n00029"),
+		chromedp.WaitVisible(chromedp.CSS(`#receipt [data-verdict="verified"]`)))
+	b.shot("verified-after-reloads")
+	if status := b.text("#receipt-status"); status != "PASS" {
+		b.fatalf("status %q after the reloads", status)
 	}
 }
