@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 
@@ -82,6 +83,24 @@ func Verify(c cid.Cid, data []byte) error {
 func isSHA256v1(c cid.Cid) bool {
 	s := c.KeyString()
 	return len(s) == 4+sha256.Size && s[0] == 1 && s[1] < 0x80 && s[2] == mh.SHA2_256 && s[3] == sha256.Size
+}
+
+// Canonical returns the CID hg names the block c by: CIDv1 with c's codec
+// and a sha2-256 multihash (what [Sum] makes). That is c itself when c is
+// one; else the block is read from st (and hashed against c) and summed.
+// The same bytes stored under two hash functions have two CIDs and one
+// canonical CID: what is known of a block by its CID (that a recheck took
+// a receipt back) is looked up by this one.
+func Canonical(ctx context.Context, st BlockReader, c cid.Cid) (cid.Cid, error) {
+	if isSHA256v1(c) {
+		return c, nil
+	}
+	var out cid.Cid
+	err := st.View(ctx, c, func(data []byte) error {
+		out = Sum(c.Type(), data)
+		return nil
+	})
+	return out, err
 }
 
 // CheckHash returns an error if c's hash function cannot be computed, so

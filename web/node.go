@@ -269,7 +269,7 @@ func (s *Server) receiptView(ctx context.Context, st cas.Store, vr *verifier, c 
 	if err != nil {
 		return nil, err
 	}
-	rv := &receiptView{CID: c.String(), Verdict: verdict, Checks: v.Checks, Unread: vr.unread}
+	rv := &receiptView{CID: c.String(), Verdict: verdict, Checks: v.Checks, Unread: vr.standing.unread}
 	l, err := ledger.LoadLedger(ctx, st, c)
 	if err != nil {
 		rv.LedgerError = err.Error()
@@ -297,6 +297,7 @@ func (s *Server) receiptView(ctx context.Context, st cas.Store, vr *verifier, c 
 				return nil, err
 			}
 			rv.Upstream = append(rv.Upstream, receiptLink{CID: u.Cid.String(), Verdict: uv})
+			rv.Verdict = builtOn(rv.Verdict, u.Cid, uv)
 		}
 	}
 	for _, a := range rc.Artifacts {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 )
@@ -60,4 +61,42 @@ func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (map[ci
 		}
 	}
 	return out, unread, nil
+}
+
+// standing is what the runs of a store say of receipts after they were
+// made: which a recheck regressed, and which runs' records cannot be read
+// (whether they regressed a receipt is not known).
+type standing struct {
+	regressed map[cid.Cid]scheduler.Regression
+	unread    []string
+}
+
+// standing reads what the runs of st say now.
+func (c *regressionCache) standing(ctx context.Context, st cas.Store) (standing, error) {
+	regs, unread, err := c.regressions(ctx, st)
+	return standing{regressed: regs, unread: unread}, err
+}
+
+// apply judges the verdict d of receipt by what the runs say of it: a
+// PASS a recheck regressed (the receipt under any CID of its bytes) reads
+// taken back; while a run's record cannot be read, a PASS reads not
+// established, for whether that run regressed it is not known.
+func (s standing) apply(ctx context.Context, st cas.Store, receipt cid.Cid, d Verdict) (Verdict, error) {
+	key, err := cas.Canonical(ctx, st, receipt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return d, ctx.Err()
+		}
+		key = receipt // unreadable: its verdict says so already
+	}
+	if g, ok := s.regressed[key]; ok {
+		d.Regressed = g.String()
+		if d.Status == ledger.StatusPass {
+			d.Status = takenBack
+		}
+	}
+	if len(s.unread) > 0 && d.Status == ledger.StatusPass {
+		d.Status = unknownStanding
+	}
+	return d, nil
 }

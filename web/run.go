@@ -10,6 +10,7 @@ import (
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/dag"
 	"github.com/haygent/hg/scheduler"
+	"github.com/ipfs/go-cid"
 )
 
 // verifyOnRunPage is the most nodes a run page verifies the receipts of:
@@ -153,11 +154,49 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, st cas.Store) e
 				d.VerifyProblem = node + ": " + d.VerifyProblem
 			}
 		}
+		// What the store's runs say of the receipts since: one a recheck
+		// took back, here or in another run, reads so, and the outcome
+		// does not hold on it.
+		standing, err := s.regressions.standing(ctx, st)
+		if err != nil {
+			return err
+		}
+		if len(standing.unread) > 0 && d.VerifyProblem == "" {
+			d.VerifyProblem = "regressions: the record of run " + strings.Join(standing.unread, ", ") + " cannot be read: whether a recheck took a receipt back there is not known"
+		}
 		for i := range rv.Nodes {
 			nv := &rv.Nodes[i]
-			if nv.Verification != nil {
-				v := nodeVerdict(rv, nv, verdictOf(nv.Verification))
-				verdicts[nv.Node] = &v
+			if nv.Verification == nil {
+				continue
+			}
+			v, err := standing.apply(ctx, st, nv.Verification.Receipt, nodeVerdict(rv, nv, verdictOf(nv.Verification)))
+			if err != nil {
+				return err
+			}
+			verdicts[nv.Node] = &v
+		}
+		receipts := make(map[string]cid.Cid, len(rec.Nodes))
+		for _, n := range rec.Nodes {
+			if n.Receipt != nil {
+				receipts[n.Name] = n.Receipt.Cid
+			}
+		}
+		// Upstream first: a node built from work taken back is taken
+		// back too.
+		for _, wave := range shape.waves {
+			for _, node := range wave {
+				v := verdicts[node]
+				if v == nil {
+					continue
+				}
+				for _, up := range wo.Upstream(node) {
+					if uv, c := verdicts[up], receipts[up]; uv != nil && c.Defined() && v.Regressed == "" {
+						*v = builtOn(*v, c, *uv)
+					}
+				}
+				if v.Regressed != "" && d.VerifyProblem == "" && states[node] == dag.Done {
+					d.VerifyProblem = node + ": not regressed: " + v.Regressed
+				}
 			}
 		}
 	}

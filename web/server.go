@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"log"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -51,7 +52,7 @@ type Config struct {
 	VerifyBudget time.Duration
 }
 
-// defaultVerifyBudget keeps a page of a node with thousands of receipts
+// defaultVerifyBudget, from a page's turn at the store, keeps a page of a node with thousands of receipts
 // upstream that the server has not verified yet within the 200 ms of a
 // page: about 600 receipts a page on two cores.
 const defaultVerifyBudget = 120 * time.Millisecond
@@ -171,15 +172,21 @@ type storeHandler func(w http.ResponseWriter, r *http.Request, st cas.Store) err
 // An error the handler returns becomes an error page.
 func (s *Server) withStore(h storeHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now() // a page's time counts from its request
 		if err := s.gate.enter(r.Context()); err != nil {
 			return // the client went away while it waited
 		}
+		// A page's time counts from its turn at the store; after
+		// maxVerifyingLoads loads of "verifying" it has none.
+		round := verifyingRound(r)
+		by := s.verifyBy(time.Now())
+		if round >= maxVerifyingLoads {
+			by = time.Time{}
+		}
 		page := &pageBuffer{header: http.Header{}, code: http.StatusOK}
-		err := s.serveFromStore(page, r.WithContext(withVerifyBy(r.Context(), s.verifyBy(start))), h)
+		err := s.serveFromStore(page, r.WithContext(withVerifyBy(r.Context(), by)), h)
 		s.gate.leave()
 		if errors.Is(err, verify.ErrOverBudget) {
-			s.verifying(w, r)
+			s.verifying(w, r, round+1)
 			return
 		}
 		if err != nil {
@@ -302,8 +309,9 @@ func (s *Server) logf(format string, args ...any) {
 // pageData is what every page's frame shows.
 type pageData struct {
 	Title string
-	// Refresh has the browser load the page again at once.
-	Refresh bool
+	// Refresh, when not empty, has the browser load it at once: a
+	// reference relative to the page (a query of the server's making).
+	Refresh string
 }
 
 // verifyingData is the page of a request whose verification goes on.
@@ -312,12 +320,29 @@ type verifyingData struct {
 	Checked int // receipts whose own checks the server keeps
 }
 
+// maxVerifyingLoads bounds the loads of "verifying" a page answers: the
+// next one verifies whole, however long that takes, so that a page whose
+// loads stop making progress (what the server keeps emptied under it)
+// still ends.
+const maxVerifyingLoads = 100
+
+// verifyingParam counts the loads of a page that answered "verifying".
+const verifyingParam = "verifying"
+
+// verifyingRound is how many loads of r's page answered "verifying".
+func verifyingRound(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get(verifyingParam))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, maxVerifyingLoads)
+}
+
 // verifying answers a page whose verification its budget cut short: 202,
 // nothing of the page (no verdict, no status), and a reload, which goes
-// on from what the server kept.
-func (s *Server) verifying(w http.ResponseWriter, r *http.Request) {
-	_, own := s.verdicts.Len()
-	d := verifyingData{pageData: pageData{Title: "verifying", Refresh: true}, Checked: own}
+// on from what the server kept, counting the loads.
+func (s *Server) verifying(w http.ResponseWriter, r *http.Request, round int) {
+	d := verifyingData{pageData: pageData{Title: "verifying", Refresh: "?" + verifyingParam + "=" + strconv.Itoa(round)}, Checked: s.verdicts.Checked()}
 	var buf bytes.Buffer
 	if err := s.pages.ExecuteTemplate(&buf, "verifying", d); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)

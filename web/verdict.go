@@ -46,6 +46,27 @@ const notEstablished = "not established (the receipt does not verify)"
 // but that a recheck regressed: it no longer holds.
 const takenBack = "taken back (a recheck regressed this PASS)"
 
+// takenBackUpstream stands in for the PASS of a receipt built from one a
+// recheck took back.
+const takenBackUpstream = "taken back (built from a PASS a recheck took back)"
+
+// builtOn is the verdict d of a receipt built from the upstream receipt
+// up, whose verdict is ud: a PASS built from a PASS taken back is taken
+// back too.
+func builtOn(d Verdict, up cid.Cid, ud Verdict) Verdict {
+	if d.Status != ledger.StatusPass || (ud.Status != takenBack && ud.Status != takenBackUpstream) {
+		return d
+	}
+	d.Status = takenBackUpstream
+	d.Regressed = "built from " + up.String() + ", " + ud.Regressed
+	return d
+}
+
+// unknownStanding stands in for the PASS of a receipt that verifies while
+// a run's record cannot be read: whether a recheck regressed it there is
+// not known.
+const unknownStanding = "not established (a run's record cannot be read: whether a recheck took this PASS back is not known)"
+
 // verdictOf judges a verification. The signer's trust counts only when
 // every other check holds: a receipt with a broken chain is broken,
 // whoever signed it.
@@ -91,10 +112,10 @@ func shownStatus(status string, verified bool) string {
 type verifier struct {
 	cv       *verify.ChainVerifier
 	verdicts *verify.Verdicts
-	// regressed holds the receipts a recheck regressed in a run of the
-	// store, unread the runs whose records cannot be read.
-	regressed map[cid.Cid]scheduler.Regression
-	unread    []string
+	// standing is what the store's runs say of receipts since: which a
+	// recheck regressed.
+	standing standing
+	st       cas.Store
 }
 
 // remembered says, for a page, how many upstream receipts its verifier
@@ -118,7 +139,7 @@ func (s *Server) newVerifierKnown(ctx context.Context, st cas.Store, known map[c
 	if err != nil {
 		return nil, err
 	}
-	regressed, unread, err := s.regressions.regressions(ctx, st)
+	standing, err := s.regressions.standing(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +147,7 @@ func (s *Server) newVerifierKnown(ctx context.Context, st cas.Store, known map[c
 	cv.Remember(s.verdicts)
 	cv.Ahead(runtime.GOMAXPROCS(0))
 	cv.Budget(verifyByOf(ctx))
-	return &verifier{cv: cv, verdicts: s.verdicts, regressed: regressed, unread: unread}, nil
+	return &verifier{cv: cv, verdicts: s.verdicts, standing: standing, st: st}, nil
 }
 
 // maxPackagesWalked bounds the package trees a page walks ahead.
@@ -161,14 +182,8 @@ func (p *verifier) verdict(ctx context.Context, receipt cid.Cid) (Verdict, *veri
 	if err != nil {
 		return Verdict{}, nil, err
 	}
-	d := verdictOf(v)
-	if g, ok := p.regressed[receipt]; ok {
-		d.Regressed = g.String()
-		if d.Status == ledger.StatusPass {
-			d.Status = takenBack
-		}
-	}
-	return d, v, nil
+	d, err := p.standing.apply(ctx, p.st, receipt, verdictOf(v))
+	return d, v, err
 }
 
 // nodeVerdict is the verdict of a node's receipt in its run: the
@@ -217,7 +232,7 @@ func runProblem(v *scheduler.RunVerification) string {
 // shown status: PASS when shown, HALT when shown, else unknown.
 func receiptStatus(v Verdict) string {
 	switch v.Status {
-	case ledger.StatusPass, notEstablished, takenBack:
+	case ledger.StatusPass, notEstablished, takenBack, takenBackUpstream, unknownStanding:
 		return ledger.StatusPass
 	case ledger.StatusHalt:
 		return ledger.StatusHalt

@@ -30,7 +30,16 @@ func markRegressed(ctx context.Context, st cas.Store, vs []*verify.Verification)
 	}
 	found := false
 	for _, v := range vs {
-		if g, ok := regs[v.Receipt]; ok {
+		// By its canonical CID: the same receipt stored again under
+		// another hash function is the same receipt.
+		key, err := cas.Canonical(ctx, st, v.Receipt)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			key = v.Receipt // unreadable: its verification failed already
+		}
+		if g, ok := regs[key]; ok {
 			found = true
 			v.Checks = append(v.Checks, verify.Check{Name: checkRegressed, Detail: g.String() + ": a recheck found that this PASS no longer holds"})
 		}

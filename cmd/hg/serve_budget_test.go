@@ -3,6 +3,9 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -28,24 +31,31 @@ func TestServeVerifyingBitByBit(t *testing.T) {
 	last := "/runs/run-10k/nodes/n00029"
 	// follow loads target from a new server whose budget is spent at
 	// once, until it answers 200, and returns the page and the loads.
-	follow := func(t *testing.T) (string, int) {
+	follow := func(t *testing.T, trusted ...ed25519.PublicKey) (string, int) {
 		t.Helper()
 		cfg := serveConfig(dir, "", nil)
 		cfg.VerifyBudget = time.Nanosecond
+		if trusted != nil {
+			cfg.Trusted = func() ([]ed25519.PublicKey, error) { return trusted, nil }
+		}
 		srv, err := web.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		target := last
+		refresh := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=(\?verifying=[0-9]+)">`)
 		for loads := 1; loads <= n+2; loads++ {
-			code, body := getPage(srv, last)
+			code, body := getPage(srv, target)
 			switch code {
 			case http.StatusOK:
 				return body, loads
 			case http.StatusAccepted:
-				if !strings.Contains(body, `<meta http-equiv="refresh" content="0">`) || !strings.Contains(body, `id="verifying"`) ||
+				m := refresh.FindStringSubmatch(body)
+				if m == nil || m[1] != fmt.Sprintf("?verifying=%d", loads) || !strings.Contains(body, `id="verifying"`) ||
 					strings.Contains(body, "PASS") || strings.Contains(body, "data-verdict") {
-					t.Fatalf("load %d: a verifying page that says more, or does not reload:\n%s", loads, body)
+					t.Fatalf("load %d: a verifying page that says more, or does not reload counting:\n%s", loads, body)
 				}
+				target = last + m[1]
 			default:
 				t.Fatalf("load %d: %d\n%s", loads, code, body)
 			}
@@ -57,6 +67,25 @@ func TestServeVerifyingBitByBit(t *testing.T) {
 	t.Logf("verified after %d loads", loads)
 	if loads < 2 || !strings.Contains(body, `data-verdict="verified"`) || !strings.Contains(body, `id="receipt-status" class="status">PASS<`) {
 		t.Fatalf("after %d loads: not verified", loads)
+	}
+
+	// Every receipt's signer not trusted: each fails its own checks, and
+	// the loads still go on from what the server kept, to the verdict.
+	stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	if body, loads := follow(t, stranger); !strings.Contains(body, `data-verdict="broken">broken: upstream receipts: `) || strings.Contains(body, `class="status">PASS<`) {
+		t.Fatalf("untrusted chain, after %d loads: not broken by its upstream", loads)
+	}
+
+	// A page loaded as the last of the "verifying" loads it may answer
+	// verifies whole, however long that takes.
+	cfg := serveConfig(dir, "", nil)
+	cfg.VerifyBudget = time.Nanosecond
+	srv, err := web.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := getPage(srv, last+"?verifying=100"); code != http.StatusOK || !strings.Contains(body, `data-verdict="verified"`) {
+		t.Fatalf("the 100th load: %d, not verified", code)
 	}
 
 	// n00010's receipt damaged on disk.

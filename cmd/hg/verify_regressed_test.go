@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/cas/boltstore"
 	"github.com/haygent/hg/cas/boltstore/boltstoretest"
 	"github.com/haygent/hg/web"
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 )
 
 // TestVerifyReceiptRegressed: a receipt a recheck regressed still
@@ -79,11 +83,29 @@ func TestServeRegressed(t *testing.T) {
 	}
 	// run-src's check is built from the regressed build: its upstream
 	// link reads taken back.
-	if _, body := page("/receipts/" + s.srcCheck); !strings.Contains(body, `<span class="status">taken back (a recheck regressed this PASS)</span>`) {
-		t.Errorf("check's upstream link does not read taken back")
+	if status, body := page("/receipts/" + s.srcCheck); status != "taken back (built from a PASS a recheck took back)" ||
+		!strings.Contains(body, `<span class="status">taken back (a recheck regressed this PASS)</span>`) {
+		t.Errorf("check, built from build: status %q, or its upstream link does not read taken back", status)
 	}
 	if status, body := page("/receipts/" + s.wdBuild); status != "PASS" || strings.Contains(body, `id="regressed"`) {
 		t.Errorf("work no recheck regressed: %q", status)
+	}
+	// The run page's table: run-src's build, done, reads taken back, and
+	// the outcome does not hold on it.
+	code, body := getPage(srv, "/runs/run-src")
+	if code != http.StatusOK || strings.Contains(body, `<span class="status">PASS</span>`) || !strings.Contains(body, `<span class="status">taken back (a recheck regressed this PASS)</span>`) ||
+		!strings.Contains(body, `<span class="status">taken back (built from a PASS a recheck took back)</span>`) ||
+		strings.Contains(body, "The outcome holds") || !strings.Contains(body, `id="verify-problem">build: not regressed: regressed in run run-memo at `) {
+		t.Errorf("run-src's page: %d, a regressed receipt's PASS, or an outcome that holds", code)
+	}
+	// The same receipt's bytes stored under another hash function: the
+	// same receipt, taken back too, by hg verify and the pages.
+	alt := storeUnderSHA512(t, s.dir, s.regBuild)
+	if out, errOut, code := s.hg("verify", alt); code != exitIntegrity || !strings.Contains(errOut, ": not regressed: regressed in run run-reg at ") {
+		t.Errorf("hg verify %s (regBuild under sha2-512): exit %d\n%s%s", alt, code, out, errOut)
+	}
+	if status, _ := page("/receipts/" + alt); status != "taken back (a recheck regressed this PASS)" {
+		t.Errorf("regBuild under sha2-512: status %q", status)
 	}
 	// run-wd's record damaged on disk: whether it regressed a receipt is
 	// not known, and the page of a server that has not read it says so.
@@ -98,7 +120,39 @@ func TestServeRegressed(t *testing.T) {
 	if srv, err = web.New(serveConfig(s.dir, "", nil)); err != nil {
 		t.Fatal(err)
 	}
-	if _, body := page("/receipts/" + s.wdBuild); !strings.Contains(body, `id="regressions-unread">Whether a recheck regressed this receipt is not known for run run-wd: its record cannot be read.`) {
-		t.Errorf("a record that cannot be read is not named")
+	if status, body := page("/receipts/" + s.wdBuild); status == "PASS" || !strings.Contains(body, `id="regressions-unread">Whether a recheck regressed this receipt is not known for run run-wd: its record cannot be read.`) {
+		t.Errorf("with a record that cannot be read: status %q, or the record not named", status)
 	}
+}
+
+// storeUnderSHA512 stores the block c again under a CIDv1 whose multihash
+// is sha2-512, and returns that CID.
+func storeUnderSHA512(t *testing.T, dir, c string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	orig, err := cas.ParseCID(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := st.Get(ctx, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alt, err := cid.Prefix{Version: 1, Codec: cid.DagCBOR, MhType: multihash.SHA2_512, MhLength: -1}.Sum(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cas.NewBlockWithCID(alt, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return alt.String()
 }

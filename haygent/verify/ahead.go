@@ -166,6 +166,14 @@ func (cv *ChainVerifier) send(w *walk, ups map[cid.Cid]bool) {
 				stack = append(stack, o.upstream...)
 				continue
 			}
+			if b, ok := cv.verdicts.badOf(cv.keys, u); ok {
+				if b.Input != nil {
+					for _, l := range b.Input.Upstream {
+						stack = append(stack, l.Cid)
+					}
+				}
+				continue
+			}
 		}
 		select {
 		case w.jobs <- u:

@@ -47,7 +47,12 @@ type Verdicts struct {
 	m     map[cid.Cid]struct{}
 	own   map[cid.Cid]ownVerdict
 	bad   map[cid.Cid]badVerdict
+	// badLinks is how many upstream links the receipts in bad keep.
+	badLinks int
 }
+
+// maxBadLinks bounds the upstream links the failed receipts kept hold.
+const maxBadLinks = 1 << 20
 
 // badVerdict is a receipt whose own checks did not hold as a PASS, kept
 // for badFor: a walk cut short by its budget finds it again without
@@ -122,7 +127,7 @@ func (vs *Verdicts) add(keys [sha256.Size]byte, receipt cid.Cid) {
 func (vs *Verdicts) forKeys(keys [sha256.Size]byte) {
 	if vs.keys != keys {
 		vs.keys, vs.since = keys, time.Time{}
-		vs.m, vs.own, vs.bad = map[cid.Cid]struct{}{}, map[cid.Cid]ownVerdict{}, map[cid.Cid]badVerdict{}
+		vs.m, vs.own, vs.bad, vs.badLinks = map[cid.Cid]struct{}{}, map[cid.Cid]ownVerdict{}, map[cid.Cid]badVerdict{}, 0
 	}
 	if vs.since.IsZero() {
 		vs.since = time.Now()
@@ -150,6 +155,10 @@ func (vs *Verdicts) badOf(keys [sha256.Size]byte, receipt cid.Cid) (*Verificatio
 	if !ok || vs.keys != keys || time.Since(b.at) > badFor {
 		return nil, false
 	}
+	// Kept while walks come by: a chain of failures that takes many
+	// pages to walk does not expire behind them.
+	b.at = time.Now()
+	vs.bad[receipt] = b
 	return b.v, true
 }
 
@@ -162,13 +171,20 @@ func (vs *Verdicts) addOwn(keys [sha256.Size]byte, v *Verification) {
 		if v.Input != nil {
 			b.v.Input = &ledger.Packet{Upstream: slices.Clone(v.Input.Upstream)}
 		}
+		links := 0
+		if b.v.Input != nil {
+			links = len(b.v.Input.Upstream)
+		}
 		vs.mu.Lock()
 		defer vs.mu.Unlock()
 		vs.forKeys(keys)
-		if len(vs.bad) >= vs.max {
-			vs.bad = map[cid.Cid]badVerdict{}
+		// Bounded by receipts and by the links they keep (a failed
+		// receipt's input is anyone's making).
+		if len(vs.bad) >= vs.max || vs.badLinks+links > maxBadLinks {
+			vs.bad, vs.badLinks = map[cid.Cid]badVerdict{}, 0
 		}
 		vs.bad[v.Receipt] = b
+		vs.badLinks += links
 		return
 	}
 	o := ownVerdict{run: v.Run}
@@ -193,6 +209,13 @@ func (vs *Verdicts) Since() time.Time {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	return vs.since
+}
+
+// Checked is how many receipts' own checks it holds, held or failed.
+func (vs *Verdicts) Checked() int {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return len(vs.own) + len(vs.bad)
 }
 
 // Len is how many receipts' verdicts it holds: verified whole, and whose
