@@ -131,6 +131,10 @@ type nodeData struct {
 	// Problem is the first check of the node in its run that fails
 	// (scheduler.VerifyNode): the record's claim about it does not hold.
 	Problem string
+	// Remembered and RememberedSince are receiptView's, for a node
+	// without a receipt whose links the page verified.
+	Remembered      int
+	RememberedSince string
 }
 
 // nodePage shows a node of a run: its state in the record, and its
@@ -227,6 +231,10 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, st cas.Store) 
 		}
 		d.Receipt.Verdict = nodeVerdict(nv, mine, d.Receipt.Verdict)
 		d.Receipt.Remembered, d.Receipt.RememberedSince = vr.remembered()
+	} else {
+		// The links of a node without a receipt (blocked by, earlier
+		// attempts) may stand on remembered verdicts too.
+		d.Remembered, d.RememberedSince = vr.remembered()
 	}
 	return s.render(w, "node", d)
 }
