@@ -1,6 +1,7 @@
 package natsengine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -309,6 +310,7 @@ type fetcher struct {
 	obs   jetstream.ObjectStore
 	o     WorkspaceOptions
 	cache *blockCache
+	try   time.Duration // one read's bound; 0 is fetchTry
 }
 
 func newFetcher(ctx context.Context, js jetstream.JetStream, o WorkerOptions) (*fetcher, error) {
@@ -429,40 +431,64 @@ func (f *fetcher) overBytes() error {
 	return fmt.Errorf("%w: over the worker's limit of %d bytes", ErrRefused, f.o.MaxBytes)
 }
 
+// fetchTry bounds one read of a block's object, and fetchTries how many
+// reads a block gets: a read the server stalls (a loaded server can leave
+// an object's chunks undelivered) is tried again rather than holding the
+// invocation until its engine gives up.
+const (
+	fetchTry   = 15 * time.Second
+	fetchTries = 3
+)
+
 // fetch reads block c's object, at most cas.MaxBlockSize bytes of it
 // and no more than budget holds, and verifies it against c before it
-// caches it.
+// caches it. A read that stalls past fetchTry is tried again.
 func (f *fetcher) fetch(ctx context.Context, c cid.Cid, budget *atomic.Int64) (cas.Block, error) {
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, cmp.Or(f.try, fetchTry))
+		b, took, err := f.fetchOnce(tctx, c, budget)
+		stalled := err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if !stalled || try == fetchTries {
+			return b, err
+		}
+		budget.Add(took) // not spent: read again
+	}
+}
+
+// fetchOnce is one read of fetch's; took is what it took from budget.
+func (f *fetcher) fetchOnce(ctx context.Context, c cid.Cid, budget *atomic.Int64) (b cas.Block, took int64, err error) {
 	name := BlockObject(c)
 	r, err := f.obs.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return cas.Block{}, fmt.Errorf("block %s is not in the blocks bucket", c)
+		return cas.Block{}, 0, fmt.Errorf("block %s is not in the blocks bucket", c)
 	}
 	if err != nil {
-		return cas.Block{}, fmt.Errorf("block %s: %w", c, err)
+		return cas.Block{}, 0, fmt.Errorf("block %s: %w", c, err)
 	}
 	defer r.Close()
 	info, err := r.Info()
 	if err != nil {
-		return cas.Block{}, fmt.Errorf("block %s: %w", c, err)
+		return cas.Block{}, 0, fmt.Errorf("block %s: %w", c, err)
 	}
 	if info.Size > cas.MaxBlockSize {
-		return cas.Block{}, fmt.Errorf("%w: block %s: its object holds %d bytes, over the block limit", ErrRefused, c, info.Size)
+		return cas.Block{}, 0, fmt.Errorf("%w: block %s: its object holds %d bytes, over the block limit", ErrRefused, c, info.Size)
 	}
-	if budget.Add(-int64(info.Size)) < 0 {
-		return cas.Block{}, f.overBytes()
+	took = int64(info.Size)
+	if budget.Add(-took) < 0 {
+		return cas.Block{}, took, f.overBytes()
 	}
 	data := []byte{}
 	if info.Size > 0 {
 		if data, err = io.ReadAll(io.LimitReader(r, cas.MaxBlockSize+1)); err != nil {
-			return cas.Block{}, fmt.Errorf("block %s: %w", c, err)
+			return cas.Block{}, took, fmt.Errorf("block %s: %w", c, err)
 		}
 	}
-	b, err := cas.NewBlockWithCID(c, data)
+	b, err = cas.NewBlockWithCID(c, data)
 	if err != nil {
-		return cas.Block{}, fmt.Errorf("%w: %w", ErrRefused, err)
+		return cas.Block{}, took, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	f.o.Fetched(c, len(data))
 	f.cache.add(b)
-	return b, nil
+	return b, took, nil
 }
