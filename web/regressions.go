@@ -26,13 +26,13 @@ const regressionCacheMax = 4096
 // with the first run by id that records it, as scheduler.Regressions
 // does, and the runs whose records cannot be read (whether they
 // regressed a receipt is not known). err is the store's or ctx's.
-func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (map[cid.Cid]scheduler.Regression, []string, error) {
+func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (scheduler.RegressionSet, []string, error) {
 	refs, err := st.Refs(ctx, scheduler.RefNamespace)
 	if err != nil {
 		return nil, nil, err
 	}
 	var unread []string
-	out := map[cid.Cid]scheduler.Regression{}
+	out := scheduler.RegressionSet{}
 	for _, r := range refs {
 		c.mu.Lock()
 		regs, ok := c.byRoot[r.CID]
@@ -67,7 +67,7 @@ func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (map[ci
 // made: which a recheck regressed, and which runs' records cannot be read
 // (whether they regressed a receipt is not known).
 type standing struct {
-	regressed map[cid.Cid]scheduler.Regression
+	regressed scheduler.RegressionSet
 	unread    []string
 }
 
@@ -82,14 +82,11 @@ func (c *regressionCache) standing(ctx context.Context, st cas.Store) (standing,
 // taken back; while a run's record cannot be read, a PASS reads not
 // established, for whether that run regressed it is not known.
 func (s standing) apply(ctx context.Context, st cas.Store, receipt cid.Cid, d Verdict) (Verdict, error) {
-	key, err := cas.Canonical(ctx, st, receipt)
+	g, ok, err := s.regressed.Of(ctx, st, receipt)
 	if err != nil {
-		if ctx.Err() != nil {
-			return d, ctx.Err()
-		}
-		key = receipt // unreadable: its verdict says so already
+		return d, err
 	}
-	if g, ok := s.regressed[key]; ok {
+	if ok {
 		d.Regressed = g.String()
 		if d.Status == ledger.StatusPass {
 			d.Status = takenBack

@@ -47,7 +47,11 @@ func recordStanding(ctx context.Context, st cas.Store, c cid.Cid, rec *scheduler
 		if n.State != dag.Done || n.Receipt == nil {
 			continue
 		}
-		if g, ok := regs[n.Receipt.Cid]; ok {
+		g, ok, err := regs.Of(ctx, st, n.Receipt.Cid)
+		if err != nil {
+			return err
+		}
+		if ok {
 			return textsafeError("attest refused: node %s of run %s is done with receipt %s, which regressed in run %s at %s: %s: %s: 'hg recheck %s' re-measures the run",
 				n.Name, rec.Run, n.Receipt.Cid, g.Run, g.Event.At, g.Event.Check, g.Event.Reason, rec.Run)
 		}
@@ -84,11 +88,17 @@ func receiptStanding(ctx context.Context, st cas.Store, c cid.Cid, run string, c
 	if err != nil {
 		return err
 	}
-	if g, ok := regs[c]; ok {
+	if g, ok, err := regs.Of(ctx, st, c); err != nil {
+		return err
+	} else if ok {
 		return regressedError("the", c, g)
 	}
 	for _, u := range chain {
-		if g, ok := regs[u]; ok && u != c {
+		g, ok, err := regs.Of(ctx, st, u)
+		if err != nil {
+			return err
+		}
+		if ok && u != c {
 			return regressedError(textsafe.Sprintf("receipt %s is built from the", c), u, g)
 		}
 	}

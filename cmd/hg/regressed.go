@@ -30,16 +30,11 @@ func markRegressed(ctx context.Context, st cas.Store, vs []*verify.Verification)
 	}
 	found := false
 	for _, v := range vs {
-		// By its canonical CID: the same receipt stored again under
-		// another hash function is the same receipt.
-		key, err := cas.Canonical(ctx, st, v.Receipt)
+		g, ok, err := regs.Of(ctx, st, v.Receipt)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			key = v.Receipt // unreadable: its verification failed already
+			return err
 		}
-		if g, ok := regs[key]; ok {
+		if ok {
 			found = true
 			v.Checks = append(v.Checks, verify.Check{Name: checkRegressed, Detail: g.String() + ": a recheck found that this PASS no longer holds"})
 		}

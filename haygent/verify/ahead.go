@@ -142,8 +142,8 @@ func (cv *ChainVerifier) ownChecks(ctx context.Context, c cid.Cid, upstream func
 }
 
 // send gives the workers of w the receipts ups, each once: those that
-// Verdicts holds whole are left out; those whose own checks it holds are
-// passed through to what they name upstream.
+// Verdicts holds whole are left out; those whose own checks it keeps
+// (held or failed) are passed through to what they name upstream.
 func (cv *ChainVerifier) send(w *walk, ups map[cid.Cid]bool) {
 	stack := make([]cid.Cid, 0, len(ups))
 	for u := range ups {
@@ -162,16 +162,8 @@ func (cv *ChainVerifier) send(w *walk, ups map[cid.Cid]bool) {
 			if cv.verdicts.holds(cv.keys, u) {
 				continue
 			}
-			if o, ok := cv.verdicts.ownOf(cv.keys, u); ok {
-				stack = append(stack, o.upstream...)
-				continue
-			}
-			if b, ok := cv.verdicts.badOf(cv.keys, u); ok {
-				if b.Input != nil {
-					for _, l := range b.Input.Upstream {
-						stack = append(stack, l.Cid)
-					}
-				}
+			if ups, ok := cv.verdicts.keptUpstream(cv.keys, u); ok {
+				stack = append(stack, ups...)
 				continue
 			}
 		}

@@ -11,33 +11,34 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// Verdicts remembers, across verifications, which receipts verified
-// whole (every check held, their upstream receipts with them) as a PASS
-// signed by a trusted key: a [ChainVerifier] given it (see
-// [ChainVerifier.Remember]) takes a receipt found here, two links or
-// more upstream of the one it is asked for, as verified instead of
-// verifying it and the chain above it again. A page about the last node
-// of a chain of thousands then verifies that node's receipt and the one
-// it names, not the whole chain, each time.
+// Verdicts remembers, across verifications, what a [ChainVerifier]
+// given it (see [ChainVerifier.Remember]) found, for one set of trusted
+// keys (another set empties it):
+//
+//   - the receipts verified whole (every check held, their upstream
+//     receipts with them) as a PASS: one found here two links or more
+//     upstream of the receipt asked for is taken as verified, with the
+//     chain above it, instead of being verified again. A page about the
+//     last node of a chain of thousands then verifies that node's receipt
+//     and the one it names, not the whole chain, each time;
+//   - the receipts whose own checks (every check but "upstream
+//     receipts") held as a PASS: one that far upstream is not read again,
+//     and what it names upstream is walked from here;
+//   - the receipts whose own checks failed, for badFor after a walk last
+//     came by: a walk cut short by its budget ([ChainVerifier.Budget])
+//     goes on past them next time. One may verify later (a block that was
+//     missing arrives): until then a page may call it broken when it no
+//     longer is, never the other way.
 //
 // What is remembered is keyed by content: a receipt's CID names its
-// bytes, which hash to it or are refused, so a receipt that verified
-// verifies again, for the same trusted keys. Verdicts holds them for one
-// set of trusted keys (another set empties it), and only the verified:
-// a receipt that failed may verify later (a block that was missing
-// arrives) and is verified again each time. What a remembered verdict
-// does not see is a block damaged on disk since: the receipt a caller
-// asks for and the upstream receipts it names are always verified
+// bytes, which hash to it or are refused, so a receipt's checks find
+// the same again, for the same trusted keys. What a remembered verdict
+// does not see is a block damaged or removed on disk since: the receipt a
+// caller asks for and the upstream receipts it names are always verified
 // afresh, and `hg verify` checks every block again.
 //
 // A Verdicts is safe for concurrent use; it holds at most max receipts
-// (past that it is emptied and starts again).
-//
-// It also remembers receipts whose own checks (every check but "upstream
-// receipts") held, as a PASS: a receipt that far upstream is not read
-// again, and what it names upstream is walked from here. A verification
-// cut short by its budget ([ChainVerifier.Budget]) leaves what it checked
-// here, so that the next one goes on from there.
+// of each kind (past that, that kind is emptied and starts again).
 type Verdicts struct {
 	max int
 
@@ -55,16 +56,14 @@ type Verdicts struct {
 const maxBadLinks = 1 << 20
 
 // badVerdict is a receipt whose own checks did not hold as a PASS, kept
-// for badFor: a walk cut short by its budget finds it again without
-// checking it again, and goes on past it. It may verify later (a block
-// that was missing arrives), so it is kept only that long: until then a
-// page may call it broken when it no longer is, never the other way.
+// until badFor after a walk last came by.
 type badVerdict struct {
 	v  *Verification // its own checks; not changed once kept
 	at time.Time
 }
 
-// badFor is how long a receipt whose own checks failed is kept.
+// badFor is how long a receipt whose own checks failed is kept after a
+// walk last came by.
 const badFor = time.Minute
 
 // ownVerdict is what a receipt whose own checks held leaves for the walk
@@ -147,7 +146,7 @@ func (vs *Verdicts) ownOf(keys [sha256.Size]byte, receipt cid.Cid) (ownVerdict, 
 }
 
 // badOf returns the own checks of receipt kept as failed, for the keys
-// whose digest is keys, if they were kept less than badFor ago.
+// whose digest is keys, if a walk came by less than badFor ago.
 func (vs *Verdicts) badOf(keys [sha256.Size]byte, receipt cid.Cid) (*Verification, bool) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
@@ -162,9 +161,26 @@ func (vs *Verdicts) badOf(keys [sha256.Size]byte, receipt cid.Cid) (*Verificatio
 	return b.v, true
 }
 
+// keptUpstream returns the upstream receipts receipt names when vs keeps
+// its own checks, held or failed, for the keys whose digest is keys.
+func (vs *Verdicts) keptUpstream(keys [sha256.Size]byte, receipt cid.Cid) ([]cid.Cid, bool) {
+	if o, ok := vs.ownOf(keys, receipt); ok {
+		return o.upstream, true
+	}
+	b, ok := vs.badOf(keys, receipt)
+	if !ok || b.Input == nil {
+		return nil, ok
+	}
+	ups := make([]cid.Cid, len(b.Input.Upstream))
+	for i, l := range b.Input.Upstream {
+		ups[i] = l.Cid
+	}
+	return ups, true
+}
+
 // addOwn remembers the own checks v of a receipt (every check but
 // "upstream receipts"), for the keys whose digest is keys: as held when
-// they all held and the receipt is a PASS, else as failed, for badFor.
+// they all held and the receipt is a PASS, else as failed.
 func (vs *Verdicts) addOwn(keys [sha256.Size]byte, v *Verification) {
 	if !v.OK() || v.Status != ledger.StatusPass {
 		b := badVerdict{v: &Verification{Receipt: v.Receipt, Run: v.Run, Status: v.Status, Checks: slices.Clone(v.Checks)}, at: time.Now()}
