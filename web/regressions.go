@@ -22,17 +22,23 @@ type regressionCache struct {
 // regressionCacheMax bounds the records whose regressions are kept.
 const regressionCacheMax = 4096
 
-// regressions returns every receipt a recheck regressed in a run of st,
-// with the first run by id that records it, as scheduler.Regressions
-// does, and the runs whose records cannot be read (whether they
-// regressed a receipt is not known). err is the store's or ctx's.
-func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (scheduler.RegressionSet, []string, error) {
+// standing is what the runs of a store say of receipts after they were
+// made: which a recheck regressed, with the first run by id that records
+// it (as scheduler.Regressions), and which runs' records cannot be read
+// (whether they regressed a receipt is not known).
+type standing struct {
+	regressed scheduler.RegressionSet
+	unread    []string
+}
+
+// standing reads what the runs of st say now. err is the store's or
+// ctx's.
+func (c *regressionCache) standing(ctx context.Context, st cas.Store) (standing, error) {
 	refs, err := st.Refs(ctx, scheduler.RefNamespace)
 	if err != nil {
-		return nil, nil, err
+		return standing{}, err
 	}
-	var unread []string
-	out := scheduler.RegressionSet{}
+	out := standing{regressed: scheduler.RegressionSet{}}
 	for _, r := range refs {
 		c.mu.Lock()
 		regs, ok := c.byRoot[r.CID]
@@ -41,9 +47,9 @@ func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (schedu
 			rec, err := scheduler.LoadRecordAt(ctx, st, r.CID)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
+					return standing{}, ctx.Err()
 				}
-				unread = append(unread, r.Name)
+				out.unread = append(out.unread, r.Name)
 				continue
 			}
 			regs = scheduler.RegressionsOf(r.Name, rec)
@@ -55,26 +61,12 @@ func (c *regressionCache) regressions(ctx context.Context, st cas.Store) (schedu
 			c.mu.Unlock()
 		}
 		for _, g := range regs {
-			if _, ok := out[g.Event.Receipt.Cid]; !ok {
-				out[g.Event.Receipt.Cid] = g
+			if _, ok := out.regressed[g.Event.Receipt.Cid]; !ok {
+				out.regressed[g.Event.Receipt.Cid] = g
 			}
 		}
 	}
-	return out, unread, nil
-}
-
-// standing is what the runs of a store say of receipts after they were
-// made: which a recheck regressed, and which runs' records cannot be read
-// (whether they regressed a receipt is not known).
-type standing struct {
-	regressed scheduler.RegressionSet
-	unread    []string
-}
-
-// standing reads what the runs of st say now.
-func (c *regressionCache) standing(ctx context.Context, st cas.Store) (standing, error) {
-	regs, unread, err := c.regressions(ctx, st)
-	return standing{regressed: regs, unread: unread}, err
+	return out, nil
 }
 
 // apply judges the verdict d of receipt by what the runs say of it: a

@@ -43,16 +43,16 @@ type Config struct {
 	// ErrorLog, when not nil, receives the errors of requests that failed
 	// on the server's side.
 	ErrorLog *log.Logger
-	// VerifyBudget bounds the time, from its request, a page spends
-	// before it stops checking receipts two links or more upstream of
-	// those it shows: past it the page answers
-	// 202, "verifying", and reloads itself, the server keeping what it
-	// checked (verify.ChainVerifier.Budget). 0 is defaultVerifyBudget;
-	// below 0, none.
+	// VerifyBudget bounds the time, from its turn at the store, a page
+	// spends before it stops checking receipts two links or more
+	// upstream of those it shows: past it the page answers 202,
+	// "verifying", and reloads itself, the server keeping what it checked
+	// (verify.ChainVerifier.Budget). 0 is defaultVerifyBudget; below 0,
+	// none.
 	VerifyBudget time.Duration
 }
 
-// defaultVerifyBudget, from a page's turn at the store, keeps a page of a node with thousands of receipts
+// defaultVerifyBudget keeps a page of a node with thousands of receipts
 // upstream that the server has not verified yet within the 200 ms of a
 // page: about 600 receipts a page on two cores.
 const defaultVerifyBudget = 120 * time.Millisecond
@@ -87,9 +87,9 @@ func verifyByOf(ctx context.Context) time.Time {
 type Server struct {
 	cfg   Config
 	cache *verify.Cache // signatures and compiled gates: this server's own
-	// verdicts holds the receipts this server verified whole as a PASS,
-	// which a page takes as verified when they are upstream of the
-	// receipt it shows (that receipt is verified afresh): see
+	// verdicts holds what this server verified of receipts, which a page
+	// takes as verified two links or more upstream of the receipt it
+	// shows (that receipt and those it names are verified afresh): see
 	// verify.Verdicts.
 	verdicts *verify.Verdicts
 	// regressions keeps which receipts each run record regressed.

@@ -18,8 +18,9 @@ const checkRegressed = "not regressed"
 
 // markRegressed adds to each verification of vs (a receipt's chain,
 // upstream first, the receipt last) whose receipt a run of st regressed a
-// failed check checkRegressed naming where and why; when none did, the
-// last gets one that holds.
+// failed check checkRegressed naming where and why. The last, the
+// receipt asked for, gets the check whatever: failed naming the first
+// receipt upstream that regressed, or holding when none did.
 func markRegressed(ctx context.Context, st cas.Store, vs []*verify.Verification) error {
 	if len(vs) == 0 {
 		return nil
@@ -28,21 +29,24 @@ func markRegressed(ctx context.Context, st cas.Store, vs []*verify.Verification)
 	if err != nil {
 		return err
 	}
-	found := false
+	last := vs[len(vs)-1]
+	mark := verify.Check{Name: checkRegressed, OK: true, Detail: "no run of this store regressed it or a receipt upstream of it"}
 	for _, v := range vs {
 		g, ok, err := regs.Of(ctx, st, v.Receipt)
 		if err != nil {
 			return err
 		}
-		if ok {
-			found = true
+		switch {
+		case !ok:
+		case v == last:
+			mark = verify.Check{Name: checkRegressed, Detail: g.String() + ": a recheck found that this PASS no longer holds"}
+		default:
 			v.Checks = append(v.Checks, verify.Check{Name: checkRegressed, Detail: g.String() + ": a recheck found that this PASS no longer holds"})
+			if mark.OK {
+				mark = verify.Check{Name: checkRegressed, Detail: "upstream " + v.Receipt.String() + " " + g.String()}
+			}
 		}
 	}
-	if !found {
-		last := vs[len(vs)-1]
-		last.Checks = append(last.Checks, verify.Check{Name: checkRegressed, OK: true,
-			Detail: "no run of this store regressed it or a receipt upstream of it"})
-	}
+	last.Checks = append(last.Checks, mark)
 	return nil
 }

@@ -41,6 +41,11 @@ func TestVerifyReceiptRegressed(t *testing.T) {
 			}
 		})
 	}
+	// The receipt built from the regressed one fails the check too,
+	// naming it.
+	if out, _, _ := s.hg("verify", s.srcCheck); !regexp.MustCompile(`FAIL +not regressed +upstream ` + s.srcBuild + ` regressed in run run-memo`).MatchString(out) {
+		t.Errorf("hg verify of a receipt built from a regressed one: its own check does not name it\n%s", out)
+	}
 	// Work no recheck touched.
 	if out, errOut, code := s.hg("verify", s.wdBuild); code != 0 || !strings.Contains(out, "not regressed") {
 		t.Errorf("hg verify of work no recheck regressed: exit %d\n%s%s", code, out, errOut)
