@@ -40,7 +40,7 @@
 // bytes}. An invocation (subject hg.work.ID, message id ID, so a
 // retried publish is not queued twice):
 //
-//	{"type": "hg/nats-invocation@2", "id": ID (32 hex digits),
+//	{"type": "hg/nats-invocation@3", "id": ID (32 hex digits),
 //	 "reply": "hg.result.ENGINE.ID", "deadline": RFC 3339 time,
 //	 "run", "node", "package": link to the package tree,
 //	 "blocks": [every block of the package tree] (only if inline),
@@ -52,6 +52,8 @@
 // fetches a package once, not with every invocation of it (version 1 of
 // the message carried them, and a worker refuses it by its type). A
 // message may still carry the package inline, as tests do. A "workspace" that is not a defined CID is refused.
+// Version 3 is version 2 from an engine that reads batched outcomes
+// (below); a worker still takes version 2, and answers it reply by reply.
 // A block's object in HG_BLOCKS holds the block's bytes and nothing else
 // (no envelope): at most [cas.MaxBlockSize] of them (a bigger object is
 // refused by its info, unread), which must hash to the CID its name
@@ -68,6 +70,28 @@
 //	 "blocks": [the blocks the invocation wrote] (done),
 //	 "object": "outcome-ID-N" (done, when the blocks are in HG_BLOBS),
 //	 "error": text (error)}
+//
+// A worker whose replies to one engine come while it is publishing one
+// to that engine (its jobs finish together) sends them together, at
+// most [MaxBatchOutcomes] and the inline limit a message, when their
+// requests are of version 3, on PREFIX.result.ENGINE.batch-TOKEN
+// (TOKEN 32 hex digits, also the message id):
+//
+//	{"type": "hg/nats-outcomes@1", "outcomes": [replies as above,
+//	 each "done" or "error"]}
+//
+// A reply alone goes on its invocation's own subject, as above, so no
+// reply waits for another. The engine decodes a batch strictly as a
+// whole (one that does not decode hands nothing to anyone, and its
+// invocations wait for a good reply) and judges each member alone: one
+// for an invocation it is not waiting for (another engine's, or one
+// answered before) is dropped; an invocation named twice, a member of
+// another type or state, and every member of a batch of more than
+// [MaxBatchOutcomes], are refused to their invocations; any other is
+// handed to its invocation as a single reply would be, its blocks
+// verified and its receipt left to the scheduler. A batch cannot do
+// what single replies cannot: anyone who may publish on the engine's
+// result subjects could already answer any of its invocations.
 //
 // While it runs an invocation, a worker publishes a heartbeat on the
 // core subject hg.beat.ENGINE.ID (ENGINE and ID from the reply subject)
@@ -171,7 +195,9 @@
 // the results stream (a JetStream publish, stored before it is
 // acknowledged; a try without an answer within 3 seconds, as when a
 // server goes down under it, is made again under the same message id for
-// up to 30 seconds), and only then acks the message. An invocation that
+// up to 30 seconds), and only then acks the message (a plain ack: the
+// worker does not wait for the server to confirm it, as the engine
+// takes the answered invocation off the queue itself, below). An invocation that
 // cannot be carried out is answered with an error and terminated. A
 // message the worker cannot answer (it is stopping, or the publish
 // failed) is handed back, and a worker that dies lets its ack wait run

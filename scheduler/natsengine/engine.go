@@ -645,6 +645,10 @@ func (e *Engine) deleteObject(name string) {
 func (e *Engine) onResult(m jetstream.Msg) {
 	defer func() { _ = m.Ack() }()
 	id := lastToken(m.Subject())
+	if strings.HasPrefix(id, batchToken) {
+		e.onBatch(m.Subject(), m.Data())
+		return
+	}
 	e.mu.Lock()
 	w := e.waiting[id]
 	e.mu.Unlock()

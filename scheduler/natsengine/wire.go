@@ -14,11 +14,19 @@ import (
 
 // Types of the messages, in their "type" field.
 const (
-	// TypeRequest is an invocation, engine to worker. Version 2: the
-	// package travels through the blocks bucket unless its blocks are inline.
-	TypeRequest = "hg/nats-invocation@2"
-	TypeReply   = "hg/nats-outcome@1" // a notice or an outcome, worker to engine
-	TypeBlocks  = "hg/nats-blocks@1"  // a list of blocks kept in the Object Store
+	// TypeRequest is an invocation, engine to worker. Version 3: as
+	// version 2 (the package travels through the blocks bucket unless its
+	// blocks are inline), from an engine that reads batched outcomes
+	// ([TypeOutcomes]).
+	TypeRequest = "hg/nats-invocation@3"
+	// TypeRequestV2 is an invocation from an engine that reads only
+	// single replies: a worker answers it with a [TypeReply] of its own.
+	TypeRequestV2 = "hg/nats-invocation@2"
+	TypeReply     = "hg/nats-outcome@1" // a notice or an outcome, worker to engine
+	// TypeOutcomes is several replies in one message, worker to engine
+	// (see [MaxBatchOutcomes]).
+	TypeOutcomes = "hg/nats-outcomes@1"
+	TypeBlocks   = "hg/nats-blocks@1" // a list of blocks kept in the Object Store
 	// TypeHeartbeat is a worker's "still working on it", on a core
 	// subject: information for the engine's progress, never evidence.
 	TypeHeartbeat = "hg/nats-heartbeat@1"
@@ -112,6 +120,10 @@ type Request struct {
 	// yet fetches them there, once; a decoded request has them only if
 	// they were inline.
 	Inline bool
+	// Batched says the engine reads batched outcomes: a decoded request
+	// of type [TypeRequest] has it, one of [TypeRequestV2] does not.
+	// [EncodeRequest] always writes [TypeRequest].
+	Batched bool
 	// Invocation is the work. Its Workspace travels, by CID; its
 	// WorkspaceBlocks do not (they go through the blocks bucket), and a
 	// decoded request has none.
@@ -155,13 +167,13 @@ func DecodeRequest(data []byte) (*Request, error) {
 	if err := cas.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	if w.Type != TypeRequest {
-		return nil, fmt.Errorf("%w: type %q, want %q", ErrRefused, w.Type, TypeRequest)
+	if w.Type != TypeRequest && w.Type != TypeRequestV2 {
+		return nil, fmt.Errorf("%w: type %q, want %q or %q", ErrRefused, w.Type, TypeRequest, TypeRequestV2)
 	}
 	if !validID(w.ID) {
 		return nil, fmt.Errorf("%w: bad invocation id %q", ErrRefused, w.ID)
 	}
-	r := &Request{ID: w.ID, Reply: w.Reply, Inline: len(w.Blocks) > 0}
+	r := &Request{ID: w.ID, Reply: w.Reply, Inline: len(w.Blocks) > 0, Batched: w.Type == TypeRequest}
 	refuse := func(format string, args ...any) (*Request, error) {
 		return r, fmt.Errorf("%w: invocation %s: %w", ErrRefused, w.ID, fmt.Errorf(format, args...))
 	}

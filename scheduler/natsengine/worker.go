@@ -119,7 +119,8 @@ type worker struct {
 	limit int
 	base  string // unpacked packages, one directory per package CID
 
-	ws *fetcher // workspaces: the cache of their blocks, the blocks bucket
+	ws    *fetcher // workspaces: the cache of their blocks, the blocks bucket
+	batch *batcher // replies to engines that read batches
 
 	mu      sync.Mutex
 	pkgs    map[cid.Cid]*pkgEntry
@@ -211,6 +212,7 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		pkgs:  map[cid.Cid]*pkgEntry{}, running: map[string]context.CancelFunc{},
 		ws: ws,
 	}
+	w.batch = newBatcher(ctx, w.limit, w.publishReply)
 	sub, err := nc.Subscribe(o.cancelSubject("*"), w.onCancel)
 	if err != nil {
 		return fmt.Errorf("natsengine: %w", err)
@@ -382,7 +384,12 @@ func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r 
 		data, err = cas.Marshal(&r)
 	}
 	if err == nil {
-		err = w.publishReply(ctx, req, r.State, data)
+		if req.Batched {
+			// With other replies to the same engine, if some wait.
+			err = w.batch.send(enginePrefix(req.Reply), req.Reply, req.ID+"-"+r.State, r, data)
+		} else {
+			err = w.publishReply(ctx, req.Reply, req.ID+"-"+r.State, data)
+		}
 	}
 	if err != nil {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Error: fmt.Sprintf("reply (%s): %v", r.State, err)})
@@ -391,24 +398,19 @@ func (w *worker) answer(ctx context.Context, msg jetstream.Msg, req *Request, r 
 	return true
 }
 
-// publishReply publishes a reply body, for at most replyTimeout. A reply
-// other than "started" carries a message id (the invocation's and the
-// state), so the server drops a second copy: it is published again,
+// publishReply publishes a reply body under message id msgID (an
+// invocation's id and state, or a batch's token), so the server drops a
+// second copy, for at most replyTimeout: it is published again,
 // replyAttempt at a time, when a try gets no answer (a server shut down
 // under it, a cluster electing a new leader), instead of waiting out the
 // whole timeout on a request the server lost.
-func (w *worker) publishReply(ctx context.Context, req *Request, state string, data []byte) error {
+func (w *worker) publishReply(ctx context.Context, subject, msgID string, data []byte) error {
 	pctx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
-	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(w.o.Results)}
-	if state == StateStarted {
-		_, err := w.js.Publish(pctx, req.Reply, data, opts...)
-		return err
-	}
-	opts = append(opts, jetstream.WithMsgID(req.ID+"-"+state))
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(w.o.Results), jetstream.WithMsgID(msgID)}
 	for {
 		actx, acancel := context.WithTimeout(pctx, replyAttempt)
-		_, err := w.js.Publish(actx, req.Reply, data, opts...)
+		_, err := w.js.Publish(actx, subject, data, opts...)
 		acancel()
 		if err == nil || pctx.Err() != nil {
 			return err
