@@ -179,3 +179,41 @@ func TestBatchedOutcomesHostile(t *testing.T) {
 	good(4)
 	good(6)
 }
+
+// An engine's request is of version 3, which says it reads batched
+// outcomes; a worker still takes version 2 (an engine that reads only
+// single replies, to be answered reply by reply) and refuses other
+// versions by name.
+func TestRequestVersions(t *testing.T) {
+	inv := echoInvocation(t)
+	id := strings.Repeat("ab", 16)
+	req := &natsengine.Request{ID: id, Reply: "hg.result." + strings.Repeat("cd", 16) + "." + id, Deadline: time.Now().Add(time.Minute), Invocation: inv}
+	data, err := natsengine.EncodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(natsengine.TypeRequest)) || natsengine.TypeRequest != "hg/nats-invocation@3" {
+		t.Fatalf("the request is not of type %s", natsengine.TypeRequest)
+	}
+	got, err := natsengine.DecodeRequest(data)
+	if err != nil || !got.Batched {
+		t.Fatalf("version 3: %v, batched %v; want batched", err, got != nil && got.Batched)
+	}
+	for _, c := range []struct {
+		typ     string
+		batched bool
+		refused bool
+	}{{natsengine.TypeRequestV2, false, false}, {"hg/nats-invocation@1", false, true}, {"hg/nats-invocation@4", false, true}} {
+		other := bytes.Replace(data, []byte(natsengine.TypeRequest), []byte(c.typ), 1)
+		got, err := natsengine.DecodeRequest(other)
+		if c.refused {
+			if !errors.Is(err, natsengine.ErrRefused) || !strings.Contains(err.Error(), natsengine.TypeRequest) || !strings.Contains(err.Error(), natsengine.TypeRequestV2) {
+				t.Errorf("%s: %v, want refused naming the versions taken", c.typ, err)
+			}
+			continue
+		}
+		if err != nil || got.Batched != c.batched {
+			t.Errorf("%s: %v, batched %v; want taken, batched %v", c.typ, err, got != nil && got.Batched, c.batched)
+		}
+	}
+}
