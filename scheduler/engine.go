@@ -27,6 +27,13 @@ type Invocation struct {
 	// the package's read grants let it see of that tree.
 	Workspace       cid.Cid
 	WorkspaceBlocks []cas.Block
+	// Signatures is the scheduler's signature cache, for an engine that
+	// brings receipts back several at a time: it may check their
+	// signatures as one batch into it ([ledger.Signatures.PrecheckReceipts],
+	// which remembers a batch that verifies and decides nothing else), so
+	// that the scheduler's own check of each finds it done. It never
+	// leaves the process.
+	Signatures *ledger.Signatures
 }
 
 // Outcome is what an engine returns: a receipt and every block of its

@@ -726,6 +726,7 @@ func (e *execution) storedTree(ctx context.Context, c cid.Cid) (*wsTree, error) 
 // given no workspace).
 func (e *execution) invokeEngine(ctx context.Context, inv Invocation, pkgIndex, wsIndex map[cid.Cid]cas.Block) (Outcome, error) {
 	if e.s.opts.Engine != nil {
+		inv.Signatures = e.s.cache.Signatures()
 		return e.s.opts.Engine.Invoke(ctx, inv)
 	}
 	plan := e.plan

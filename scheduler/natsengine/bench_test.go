@@ -77,6 +77,9 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	if s := os.Getenv("HG_BENCH_NATS_WORKER_JOBS"); s != "" {
 		workerJobs, _ = strconv.Atoi(s)
 	}
+	// HG_BENCH_NATS_ONLY=1 runs only the NATS engine, for a profile of it
+	// alone: no ratio then.
+	natsOnly := os.Getenv("HG_BENCH_NATS_ONLY") != ""
 	plan, err := scheduler.Load(writeFanout(b, n))
 	if err != nil {
 		b.Fatal(err)
@@ -138,21 +141,31 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	}
 	// One uncounted run of each first: the workers unpack the package,
 	// the connections and the process's memory warm up.
-	once(nil)
+	if !natsOnly {
+		once(nil)
+	}
 	once(eng)
 	b.ResetTimer()
 	var local, remote, localCPU, remoteCPU time.Duration
 	var msgs int64 // the server's, in the NATS runs
 	for range b.N * rounds {
-		w, c := once(nil)
-		local, localCPU = local+w, localCPU+c
+		if !natsOnly {
+			w, c := once(nil)
+			local, localCPU = local+w, localCPU+c
+		}
 		m0 := serverMsgs(b, srv)
-		w, c = once(eng)
+		w, c := once(eng)
 		remote, remoteCPU = remote+w, remoteCPU+c
 		msgs += serverMsgs(b, srv) - m0
 	}
 	b.StopTimer()
 	nodes := float64(b.N * rounds * n)
+	if natsOnly {
+		b.ReportMetric(nodes/remote.Seconds(), "nats-nodes/s")
+		b.ReportMetric(float64(remoteCPU.Microseconds())/nodes, "nats-cpu-µs/node")
+		b.ReportMetric(float64(msgs)/nodes, "server-msgs/node")
+		return
+	}
 	localRate, natsRate := nodes/local.Seconds(), nodes/remote.Seconds()
 	b.ReportMetric(localRate, "local-nodes/s")
 	b.ReportMetric(natsRate, "nats-nodes/s")

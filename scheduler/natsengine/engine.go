@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
 	"github.com/haygent/hg/scheduler"
 	"github.com/ipfs/go-cid"
 	"github.com/nats-io/nats.go"
@@ -45,6 +46,11 @@ type Options struct {
 	// worker's heartbeats, and less than a worker's default AckWait (15
 	// seconds), after which the server hands the invocation on.
 	Silence time.Duration
+	// MaxBatch bounds how many invocations go in one message: those the
+	// engine is asked for while it publishes one go together (see
+	// [TypeInvocations]). Default [MaxBatchInvocations], at most that; 1
+	// sends every invocation in a message of its own.
+	MaxBatch int
 	// NoWorkerAfter is how long an invocation may wait untaken before the
 	// engine looks whether any worker pulls from the shared consumer; it
 	// says so (once, until a worker takes something) when twice in a row
@@ -84,11 +90,13 @@ type Engine struct {
 	limit int
 	put   *blockPutter // workspace blocks
 	gone  *forgetter   // answered invocations, taken off the queue
+	queue *dispatcher  // invocations on their way to the work queue
 
 	cons     jetstream.ConsumeContext
 	consName string
 	adv      *nats.Subscription
 	beats    *nats.Subscription
+	wants    *nats.Subscription
 
 	conn     sync.Mutex
 	downAt   time.Time // when the server was lost; zero while connected
@@ -98,15 +106,17 @@ type Engine struct {
 
 	mu      sync.Mutex
 	waiting map[string]*waiter // by invocation id
-	bySeq   map[uint64]string  // work stream sequence -> invocation id
+	bySeq   map[uint64]*sent   // work stream sequence -> what it holds
 	closed  chan struct{}
 	once    sync.Once
 }
 
 // waiter is one Invoke waiting for its notices and outcome.
 type waiter struct {
-	events chan event
-	done   chan struct{} // closed when Invoke returns
+	sigs     *ledger.Signatures // the scheduler's, for a batch's receipts (see precheck)
+	events   chan event
+	done     chan struct{} // closed when Invoke returns
+	answered bool          // a reply came; guarded by the engine's mu
 }
 
 // event is what the engine hears about an invocation: a reply, a reply
@@ -159,6 +169,9 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 	if opts.NoWorkerAfter <= 0 {
 		opts.NoWorkerAfter = 5 * time.Second
 	}
+	if opts.MaxBatch <= 0 || opts.MaxBatch > MaxBatchInvocations {
+		opts.MaxBatch = MaxBatchInvocations
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("natsengine: %w", err)
@@ -180,9 +193,10 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 	e := &Engine{
 		nc: nc, js: js, obs: obs, work: work, opts: opts, id: newID(),
 		limit:   inlineLimit(opts.InlineLimit, nc.MaxPayload()),
-		waiting: map[string]*waiter{}, bySeq: map[uint64]string{}, closed: make(chan struct{}),
+		waiting: map[string]*waiter{}, bySeq: map[uint64]*sent{}, closed: make(chan struct{}),
 		put: put,
 	}
+	e.queue = &dispatcher{e: e, max: opts.MaxBatch}
 	e.gone = newForgetter(nc, work, e.workersAckWait, e.closed)
 	e.consName = "hg-engine-" + e.id
 	cons, err := js.CreateConsumer(ctx, opts.Results, jetstream.ConsumerConfig{
@@ -207,6 +221,10 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("natsengine: %w", err)
 	}
 	if e.beats, err = nc.Subscribe(opts.beatPrefix()+e.id+".*", e.onBeat); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("natsengine: %w", err)
+	}
+	if e.wants, err = nc.Subscribe(opts.wantSubject(e.id), e.onWant); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("natsengine: %w", err)
 	}
@@ -312,6 +330,9 @@ func (e *Engine) Close() error {
 		if e.beats != nil {
 			_ = e.beats.Unsubscribe()
 		}
+		if e.wants != nil {
+			_ = e.wants.Unsubscribe()
+		}
 		if e.cons != nil {
 			e.cons.Stop()
 		}
@@ -347,20 +368,28 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, err)
 	}
 	id := newID()
-	w := &waiter{events: make(chan event, 8), done: make(chan struct{})}
+	w := &waiter{sigs: inv.Signatures, events: make(chan event, 8), done: make(chan struct{})}
 	e.mu.Lock()
 	e.waiting[id] = w
 	e.mu.Unlock()
-	var seq uint64
+	var msg *sent // the work message that holds it, once published
+	settled := false
 	defer func() {
 		close(w.done)
 		e.mu.Lock()
 		delete(e.waiting, id)
-		delete(e.bySeq, seq)
 		e.mu.Unlock()
 	}()
 	fail := func(format string, args ...any) (scheduler.Outcome, error) {
 		return scheduler.Outcome{}, fmt.Errorf("natsengine: node %s: %w", inv.Node, fmt.Errorf(format, args...))
+	}
+	// abandon tells workers to stop the invocation and, when nothing else
+	// in its message is open, takes the message off the queue.
+	abandon := func() {
+		if !settled {
+			settled = true
+			e.abandon(id, msg, e.settle(msg))
+		}
 	}
 	deadline := time.Now().Add(e.opts.Timeout)
 	req := &Request{ID: id, Reply: e.opts.resultPrefix() + e.id + "." + id, Deadline: deadline, Invocation: inv}
@@ -369,17 +398,13 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 		return fail("%w", err)
 	}
 	published := time.Now() // or first tried: a publish waits for the server
-	ack, err := e.publish(ctx, id, data, deadline)
+	msg, err = e.queue.publish(ctx, id, data, deadline)
 	if err != nil {
 		if down := e.unreachable(published); down > 0 {
 			return fail("publish: the NATS server was unreachable for %v of the last %v: %w", down.Round(time.Second), time.Since(published).Round(time.Second), err)
 		}
 		return fail("publish: %w", err)
 	}
-	seq = ack.Sequence
-	e.mu.Lock()
-	e.bySeq[seq] = id
-	e.mu.Unlock()
 
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -410,13 +435,13 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 	for {
 		select {
 		case <-ctx.Done():
-			e.abandon(id, seq)
+			abandon()
 			return fail("%w", context.Cause(ctx))
 		case <-e.closed:
-			e.abandon(id, seq)
+			abandon()
 			return fail("engine closed")
 		case <-timer.C:
-			e.abandon(id, seq)
+			abandon()
 			return fail("%s", e.timeoutReason(published, worker, heard, silent, noWorker))
 		case now := <-tick.C:
 			up, upAt := e.connected()
@@ -455,10 +480,10 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 		case ev := <-w.events:
 			switch {
 			case ev.err != nil:
-				e.abandon(id, seq)
+				abandon()
 				return fail("%w", ev.err)
 			case ev.deliveries > 0:
-				e.abandon(id, seq)
+				abandon()
 				return fail("handed to workers %d times without an outcome (the consumer's MaxDeliver)", ev.deliveries)
 			case ev.beat != "":
 				heardFrom(ev.beat)
@@ -468,29 +493,35 @@ func (e *Engine) Invoke(ctx context.Context, inv scheduler.Invocation) (schedule
 			switch r.State {
 			case StateStarted:
 				heardFrom(r.Worker)
-			case StateError:
-				return fail("worker %s: %s", r.Worker, r.Error)
-			case StateDone:
-				// Off the queue, should the worker's ack be lost (it
-				// died, a failover dropped it): handed out again, the
-				// invocation would run again after its acceptance.
-				e.gone.add(seq)
+			case StateError, StateDone:
+				// Off the queue once nothing in its message is open,
+				// should the worker's ack be lost (it died, a failover
+				// dropped it): handed out again, the invocation would run
+				// again after its acceptance.
+				settled = true
+				if e.settle(msg) {
+					e.gone.add(msg.seq)
+				}
+				if r.State == StateError {
+					return fail("worker %s: %s", r.Worker, r.Error)
+				}
 				return e.outcome(ctx, inv, id, r)
 			default:
-				e.abandon(id, seq)
+				abandon()
 				return fail("%w: worker %s sent state %q", ErrRefused, r.Worker, r.State)
 			}
 		}
 	}
 }
 
-// publish puts an invocation on the work queue. While the engine has no
+// publish puts a work message (one invocation, or a batch of them) on
+// the work queue under token, its subject's last token. While the engine has no
 // server (or the server no answer) it tries again until the deadline:
 // the message id makes a repeated publish a duplicate the server drops.
-func (e *Engine) publish(ctx context.Context, id string, data []byte, deadline time.Time) (*jetstream.PubAck, error) {
+func (e *Engine) publish(ctx context.Context, token string, data []byte, deadline time.Time) (*jetstream.PubAck, error) {
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ack, err := e.js.Publish(pctx, e.opts.workSubject(id), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(e.opts.Stream))
+		ack, err := e.js.Publish(pctx, e.opts.workSubject(token), data, jetstream.WithMsgID(token), jetstream.WithExpectStream(e.opts.Stream))
 		cancel()
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || !transient(err) {
 			return ack, err
@@ -610,18 +641,18 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 	return scheduler.Outcome{Receipt: r.Receipt.Cid, Blocks: blocks}, nil
 }
 
-// abandon tells workers to stop an invocation and removes it from the
-// work queue if no worker took it.
-func (e *Engine) abandon(id string, seq uint64) {
+// abandon tells workers to stop an invocation and, if remove, removes
+// its message (msg, if published) from the work queue.
+func (e *Engine) abandon(id string, msg *sent, remove bool) {
 	_ = e.nc.Publish(e.opts.cancelSubject(id), nil)
-	if !e.nc.IsConnected() {
+	if msg == nil || !remove || !e.nc.IsConnected() {
 		// No server to ask: a worker that takes the message later
 		// drops it, past its deadline.
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = e.work.DeleteMsg(ctx, seq)
+	_ = e.work.DeleteMsg(ctx, msg.seq)
 }
 
 // workersAckWait returns the ack wait of the workers' consumer.
@@ -663,6 +694,19 @@ func (e *Engine) onResult(m jetstream.Msg) {
 	if err != nil {
 		e.opts.Log("natsengine: result on %s: %v", m.Subject(), err)
 		ev = event{err: err}
+	}
+	e.hand(w, ev)
+}
+
+// hand gives an event to the Invoke waiting for it, noting first that
+// its invocation was answered if the event is a reply that ends it (so
+// that a batch handed out again does not run it again: see
+// [Engine.onWant]).
+func (e *Engine) hand(w *waiter, ev event) {
+	if ev.reply != nil && (ev.reply.State == StateDone || ev.reply.State == StateError) {
+		e.mu.Lock()
+		w.answered = true
+		e.mu.Unlock()
 	}
 	select {
 	case w.events <- ev:
@@ -706,17 +750,23 @@ func (e *Engine) onAdvisory(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &a) != nil || a.StreamSeq == 0 {
 		return
 	}
-	e.mu.Lock()
-	w := e.waiting[e.bySeq[a.StreamSeq]]
-	e.mu.Unlock()
-	if w == nil {
-		return
-	}
 	if a.Deliveries == 0 {
 		a.Deliveries = 1
 	}
-	select {
-	case w.events <- event{deliveries: a.Deliveries}:
-	case <-w.done:
+	e.mu.Lock()
+	var ws []*waiter
+	if msg := e.bySeq[a.StreamSeq]; msg != nil {
+		for _, id := range msg.ids {
+			if w := e.waiting[id]; w != nil {
+				ws = append(ws, w)
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, w := range ws {
+		select {
+		case w.events <- event{deliveries: a.Deliveries}:
+		case <-w.done:
+		}
 	}
 }

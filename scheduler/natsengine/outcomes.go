@@ -1,12 +1,16 @@
 package natsengine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/haygent/hg/cas"
+	"github.com/haygent/hg/haygent/ledger"
+	"github.com/ipfs/go-cid"
 )
 
 // Batched outcomes: a worker whose replies to one engine pile up while
@@ -83,6 +87,9 @@ func (e *Engine) onBatch(subject string, data []byte) {
 	for _, m := range members {
 		named[m.ID]++
 	}
+	if err == nil {
+		e.precheck(members, named)
+	}
 	for _, m := range members {
 		if !validID(m.ID) {
 			e.opts.Log("natsengine: result on %s: a member with the bad id %q", subject, m.ID)
@@ -108,10 +115,7 @@ func (e *Engine) onBatch(subject string, data []byte) {
 		if ev.err != nil {
 			e.opts.Log("natsengine: result on %s: %v", subject, ev.err)
 		}
-		select {
-		case w.events <- ev:
-		case <-w.done:
-		}
+		e.hand(w, ev)
 	}
 }
 
@@ -222,4 +226,84 @@ func (b *batcher) publishBatch(prefix string, take []*queuedReply) error {
 // engine's result subjects.
 func enginePrefix(reply string) string {
 	return reply[:strings.LastIndexByte(reply, '.')+1]
+}
+
+// precheck checks the signatures of the receipts a batch brings, as one
+// batch for each scheduler's signature cache ([scheduler.Invocation]
+// Signatures), before its members are handed on: a batch that verifies
+// is remembered there, and each receipt's own check, in the scheduler,
+// then finds its signature checked. It decides nothing: a member it
+// cannot use (not done, not waited for, named twice, its receipt block
+// not among its blocks or not its CID's bytes) is left out, and a batch
+// that fails leaves every receipt to its own full check.
+func (e *Engine) precheck(members []wireReply, named map[string]int) {
+	groups := map[*ledger.Signatures]*receiptBlocks{}
+	e.mu.Lock()
+	for _, m := range members {
+		w := e.waiting[m.ID]
+		if w == nil || w.sigs == nil || named[m.ID] > 1 || m.Type != TypeReply || m.State != StateDone || m.Receipt == nil || !m.Receipt.Cid.Defined() {
+			continue
+		}
+		c := m.Receipt.Cid
+		for _, wb := range m.Blocks {
+			if !bytes.Equal(wb.CID, c.Bytes()) {
+				continue
+			}
+			if b, err := cas.NewBlockWithCID(c, wb.Data); err == nil {
+				g := groups[w.sigs]
+				if g == nil {
+					g = &receiptBlocks{}
+					groups[w.sigs] = g
+				}
+				g.add(b)
+			}
+			break
+		}
+	}
+	e.mu.Unlock()
+	for sigs, g := range groups {
+		if len(g.cids) > 1 {
+			sigs.PrecheckReceipts(context.Background(), g, g.cids)
+		}
+	}
+}
+
+// receiptBlocks is a few receipt blocks, each verified against its CID,
+// read as a [cas.BlockReader].
+type receiptBlocks struct {
+	cids   []cid.Cid
+	blocks map[cid.Cid]cas.Block
+}
+
+func (r *receiptBlocks) add(b cas.Block) {
+	if r.blocks == nil {
+		r.blocks = map[cid.Cid]cas.Block{}
+	}
+	if _, ok := r.blocks[b.CID()]; !ok {
+		r.blocks[b.CID()] = b
+		r.cids = append(r.cids, b.CID())
+	}
+}
+
+var errNoBlock = errors.New("natsengine: not a receipt of the batch")
+
+func (r *receiptBlocks) Has(_ context.Context, c cid.Cid) (bool, error) {
+	_, ok := r.blocks[c]
+	return ok, nil
+}
+
+func (r *receiptBlocks) Get(_ context.Context, c cid.Cid) ([]byte, error) {
+	b, ok := r.blocks[c]
+	if !ok {
+		return nil, errNoBlock
+	}
+	return bytes.Clone(b.Data()), nil
+}
+
+func (r *receiptBlocks) View(_ context.Context, c cid.Cid, fn func([]byte) error) error {
+	b, ok := r.blocks[c]
+	if !ok {
+		return errNoBlock
+	}
+	return fn(b.Data())
 }

@@ -36,7 +36,7 @@ type result struct {
 // answered is dropped.
 func TestBatchedOutcomesHostile(t *testing.T) {
 	url := startServer(t)
-	e := newEngine(t, url, natsengine.Options{Timeout: 90 * time.Second})
+	e := newEngine(t, url, natsengine.Options{Timeout: 90 * time.Second, MaxBatch: 1}) // one message an invocation, for the hand-made worker below
 	js, err := jetstream.New(connect(t, url))
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,9 @@ func (n Names) workSubject(id string) string   { return n.Prefix + ".work." + id
 func (n Names) resultPrefix() string           { return n.Prefix + ".result." }
 func (n Names) cancelSubject(id string) string { return n.Prefix + ".cancel." + id }
 func (n Names) beatPrefix() string             { return n.Prefix + ".beat." }
+func (n Names) wantSubject(engine string) string {
+	return n.Prefix + ".want." + engine
+}
 
 // ErrNoJetStream is returned by [New] and [Serve] when the NATS server
 // does not have JetStream enabled (nats-server without -js).

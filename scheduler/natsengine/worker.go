@@ -67,11 +67,12 @@ type WorkerOptions struct {
 const (
 	EventConnected  = "connected"   // Serve reaches the queue
 	EventTook       = "took"        // an invocation was taken
-	EventDone       = "done"        // its outcome was published and the message acked
+	EventDone       = "done"        // its outcome was published (the message is acked once all of it is settled)
 	EventFailed     = "failed"      // it could not be carried out; the engine was told
 	EventRefused    = "refused"     // the message did not decode or verify
 	EventDropped    = "dropped"     // it came after its engine's deadline
 	EventStopped    = "stopped"     // its engine gave up on it
+	EventSkipped    = "skipped"     // handed out again, its engine said it has its outcome: not run again
 	EventHandedBack = "handed back" // the worker is stopping or could not answer: redelivered
 	EventError      = "error"       // something failed that the worker goes on after
 )
@@ -220,20 +221,18 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 	defer sub.Unsubscribe()
 	w.event(WorkerEvent{Event: EventConnected})
 
-	slots := make(chan struct{}, o.Jobs)
+	slots := newJobSlots(ctx, o.Jobs)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if !slots.take(ctx, false) {
 			return nil
 		}
 		fctx, cancel := context.WithTimeout(ctx, workerFetchWait)
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
-			<-slots
+			slots.put()
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -253,13 +252,48 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
+			if strings.HasPrefix(lastToken(msg.Subject()), batchToken) {
+				w.handleBatch(ctx, msg, slots)
+				return
+			}
+			defer slots.put()
 			w.handle(ctx, msg)
 		}()
 	}
 }
 
-// handle carries out one work message.
+// settlement is what became of an invocation a worker was handed, and so
+// of its message.
+type settlement int
+
+const (
+	answered settlement = iota // its outcome or error was told to its engine: ack
+	failed                     // its error was told to its engine: terminate
+	ended                      // refused, dropped, stopped by its engine: terminate
+	handBack                   // the worker is stopping: hand it back at once
+	retry                      // its engine could not be told: hand it back for later
+)
+
+// settleMsg acks, terminates or hands back msg as s says.
+func settleMsg(msg jetstream.Msg, s settlement, reason string) error {
+	switch s {
+	case answered:
+		// A plain ack, not one the server confirms: the engine takes an
+		// answered invocation off the queue itself (its sweep of answered
+		// invocations), so an ack lost with a server costs nothing but
+		// that delete, and waiting for the server's word would cost a
+		// message and a round trip an invocation for nothing.
+		return msg.Ack()
+	case failed, ended:
+		return msg.TermWithReason(reason)
+	case handBack:
+		return msg.Nak()
+	default:
+		return msg.NakWithDelay(2 * time.Second)
+	}
+}
+
+// handle carries out a work message of one invocation.
 func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	req, err := DecodeRequest(msg.Data())
 	if err == nil && lastToken(msg.Subject()) != req.ID {
@@ -271,22 +305,44 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if err != nil {
-		ev := WorkerEvent{Event: EventRefused, Error: err.Error()}
-		if req != nil {
-			ev.ID = req.ID
-		}
-		w.event(ev)
-		if req != nil {
-			w.answer(ctx, msg, req, wireReply{State: StateError, Error: "refused: " + err.Error()}, nil)
-		}
+		w.refuse(ctx, msg, req, err)
 		_ = msg.TermWithReason("refused")
 		return
 	}
+	if len(w.stillWanted(ctx, msg, []*Request{req})) == 0 {
+		_ = msg.Ack() // answered before, on an earlier delivery
+		return
+	}
+	var beats beatSet
+	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
+	defer stop()
+	s, reason := w.run(ctx, msg, req, &beats)
+	if err := settleMsg(msg, s, reason); err != nil && s == answered {
+		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: req.Invocation.Run, Node: req.Invocation.Node, Error: "ack: " + err.Error()})
+	}
+}
+
+// refuse says that a message or a member of a batch did not decode, and
+// tells its engine if it decoded far enough to name it.
+func (w *worker) refuse(ctx context.Context, msg jetstream.Msg, req *Request, err error) {
+	ev := WorkerEvent{Event: EventRefused, Error: err.Error()}
+	if req != nil {
+		ev.ID = req.ID
+	}
+	w.event(ev)
+	if req != nil {
+		w.answer(ctx, msg, req, wireReply{State: StateError, Error: "refused: " + err.Error()}, nil)
+	}
+}
+
+// run carries out one invocation, decoded and checked, and answers its
+// engine; beats holds the heartbeats of what the message's worker runs.
+// It returns what became of it, and why, for a message to terminate.
+func (w *worker) run(ctx context.Context, msg jetstream.Msg, req *Request, beats *beatSet) (settlement, string) {
 	inv := req.Invocation
 	if time.Now().After(req.Deadline) {
 		w.event(WorkerEvent{Event: EventDropped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up at " + req.Deadline.Format(time.RFC3339)})
-		_ = msg.TermWithReason("past its deadline")
-		return
+		return ended, "past its deadline"
 	}
 	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
@@ -298,13 +354,15 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		delete(w.running, req.ID)
 		w.mu.Unlock()
 	}()
+	// Heartbeats tell the engine who took it, from a second after it was
+	// taken (see keepAlive): one that ends sooner costs no heartbeat. One
+	// handed out again is said at once, as its engine may have said the
+	// worker before went silent.
 	beat := w.heartbeat(req)
-	beat()
-	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beat)
-	defer stop()
-	// The first heartbeat, above, tells the engine who took it: a
-	// "started" reply through the results stream would cost the server
-	// a stored message more an invocation, for nothing a beat does not say.
+	defer beats.add(beat)()
+	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 1 {
+		beat()
+	}
 	w.event(WorkerEvent{Event: EventTook, ID: req.ID, Run: inv.Run, Node: inv.Node})
 
 	ent, err := w.pkg(runCtx, req)
@@ -324,21 +382,17 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	switch {
 	case ctx.Err() != nil:
 		w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "the worker is stopping"})
-		_ = msg.Nak()
-		return
+		return handBack, ""
 	case runCtx.Err() != nil:
 		w.event(WorkerEvent{Event: EventStopped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up"})
-		_ = msg.TermWithReason("cancelled by its engine")
-		return
+		return ended, "cancelled by its engine"
 	case err != nil:
 		w.event(WorkerEvent{Event: EventFailed, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: err.Error()})
 		if w.answer(ctx, msg, req, wireReply{State: StateError, Error: err.Error()}, nil) {
-			_ = msg.TermWithReason("failed")
-		} else {
-			w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "could not tell its engine"})
-			_ = msg.NakWithDelay(2 * time.Second)
+			return failed, "failed"
 		}
-		return
+		w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "could not tell its engine"})
+		return retry, ""
 	}
 	// The engine has the package and the workspace: their blocks are not
 	// sent back.
@@ -346,18 +400,10 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	r := wireReply{State: StateDone, Receipt: &cas.Link{Cid: out.Receipt}}
 	if !w.answer(ctx, msg, req, r, blocks) {
 		w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "could not publish its outcome"})
-		_ = msg.NakWithDelay(2 * time.Second)
-		return
-	}
-	// A plain ack, not one the server confirms: the engine takes an
-	// answered invocation off the queue itself (its sweep of answered
-	// invocations), so an ack lost with a server costs nothing but that
-	// delete, and waiting for the server's word would cost a message and a
-	// round trip an invocation for nothing.
-	if err := msg.Ack(); err != nil {
-		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "ack: " + err.Error()})
+		return retry, ""
 	}
 	w.event(WorkerEvent{Event: EventDone, ID: req.ID, Run: inv.Run, Node: inv.Node, Receipt: out.Receipt.String()})
+	return answered, ""
 }
 
 // answer publishes a reply to the invocation's engine, with blocks; a
@@ -539,18 +585,25 @@ func beatPeriod(ackWait time.Duration) time.Duration {
 	return min(ackWait/3, 5*time.Second)
 }
 
-// keepAlive tells the server every period that msg is still being worked
-// on, and calls beat, until the returned function is called.
+// firstBeat is when a worker first tells the server and the engine that
+// it still works on a message: an invocation that ends sooner, as most
+// builtin ones do, costs neither a heartbeat nor a progress ack.
+const firstBeat = time.Second
+
+// keepAlive tells the server that msg is still being worked on, and
+// calls beat, after min(period, firstBeat) and then every period, until
+// the returned function is called.
 func keepAlive(msg jetstream.Msg, period time.Duration, beat func()) func() {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(period)
+		t := time.NewTimer(min(period, firstBeat))
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				_ = msg.InProgress()
 				beat()
+				t.Reset(period)
 			case <-done:
 				return
 			}
