@@ -42,12 +42,12 @@ func benchServer(b *testing.B) *server.Server {
 // serverMsgs is how many messages the server has received and sent, of
 // every kind (publications, acks, pulls, deliveries, API requests and
 // their replies, heartbeats).
-func serverMsgs(b *testing.B, s *server.Server) int64 {
+func serverMsgs(b *testing.B, s *server.Server) (msgs, bytes int64) {
 	v, err := s.Varz(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return v.InMsgs + v.OutMsgs
+	return v.InMsgs + v.OutMsgs, v.InBytes + v.OutBytes
 }
 
 // BenchmarkNATSThroughput runs the same Work Order of builtin-only nodes
@@ -147,16 +147,17 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	once(eng)
 	b.ResetTimer()
 	var local, remote, localCPU, remoteCPU time.Duration
-	var msgs int64 // the server's, in the NATS runs
+	var msgs, bytes int64 // the server's, in the NATS runs
 	for range b.N * rounds {
 		if !natsOnly {
 			w, c := once(nil)
 			local, localCPU = local+w, localCPU+c
 		}
-		m0 := serverMsgs(b, srv)
+		m0, b0 := serverMsgs(b, srv)
 		w, c := once(eng)
 		remote, remoteCPU = remote+w, remoteCPU+c
-		msgs += serverMsgs(b, srv) - m0
+		m1, b1 := serverMsgs(b, srv)
+		msgs, bytes = msgs+m1-m0, bytes+b1-b0
 	}
 	b.StopTimer()
 	nodes := float64(b.N * rounds * n)
@@ -164,6 +165,7 @@ func BenchmarkNATSThroughput(b *testing.B) {
 		b.ReportMetric(nodes/remote.Seconds(), "nats-nodes/s")
 		b.ReportMetric(float64(remoteCPU.Microseconds())/nodes, "nats-cpu-µs/node")
 		b.ReportMetric(float64(msgs)/nodes, "server-msgs/node")
+		b.ReportMetric(float64(bytes)/nodes, "server-bytes/node")
 		return
 	}
 	localRate, natsRate := nodes/local.Seconds(), nodes/remote.Seconds()
@@ -173,6 +175,7 @@ func BenchmarkNATSThroughput(b *testing.B) {
 	b.ReportMetric(float64(localCPU.Microseconds())/nodes, "local-cpu-µs/node")
 	b.ReportMetric(float64(remoteCPU.Microseconds())/nodes, "nats-cpu-µs/node")
 	b.ReportMetric(float64(msgs)/nodes, "server-msgs/node")
+	b.ReportMetric(float64(bytes)/nodes, "server-bytes/node")
 	verdict := "MISSED"
 	if natsRate >= localRate/2 {
 		verdict = "met"

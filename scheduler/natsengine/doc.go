@@ -13,7 +13,9 @@
 //
 // With the default [Names]:
 //
-//	HG_WORK     work-queue stream, subjects hg.work.ID: one message per invocation
+//	HG_WORK     work-queue stream, subjects hg.work.ID: one message per
+//	            invocation, or hg.work.batch-TOKEN: several invocations
+//	            in one message (below)
 //	hg-workers  the durable pull consumer on HG_WORK that every worker shares,
 //	            so each invocation goes to one worker
 //	HG_RESULTS  work-queue stream, subjects hg.result.ENGINE.ID: notices and
@@ -21,6 +23,8 @@
 //	            of its own and acks (so removes) what it read
 //	hg.cancel.ID  core subject: an engine gave up on ID (ctx ended, timeout)
 //	hg.beat.ENGINE.ID  core subject: a worker's heartbeat while it runs ID
+//	hg.want.ENGINE  core subject: a worker asks the engine which invocations
+//	            of a message handed out again it still waits for
 //	HG_BLOBS    Object Store: block lists too big for a message
 //	HG_BLOCKS   Object Store: workspace blocks, each an object named
 //	            "block-CID" ([BlockObject]: the CID's canonical text form)
@@ -95,13 +99,18 @@
 //
 // While it runs an invocation, a worker publishes a heartbeat on the
 // core subject hg.beat.ENGINE.ID (ENGINE and ID from the reply subject)
-// when it takes it and then every AckWait/3, at least every 5 seconds:
+// a second after it took it (at once if the message was handed out
+// before) and then every AckWait/3, at least every 5 seconds; an
+// invocation that ends within the second, as builtin ones do, costs no
+// heartbeat:
 //
 //	{"type": "hg/nats-heartbeat@1", "id": ID, "worker": "ed25519:..."}
 //
 // The first heartbeat says which worker took the invocation (workers of
 // before it also answered with a "started" reply, which an engine still
-// reads as a heartbeat). The engine decodes it strictly (canonical DAG-CBOR, exactly these
+// reads as a heartbeat). A worker killed within an invocation's first
+// second is not named: the engine knows of it only when the server
+// hands the invocation on, after the workers' ack wait. The engine decodes it strictly (canonical DAG-CBOR, exactly these
 // fields, an id that is the subject's, a key in its text form) and drops
 // anything else. A heartbeat is information only: it tells the engine
 // which worker says it has the invocation and that it is still heard
@@ -120,6 +129,62 @@
 // not travel back; its new ones come with the outcome's blocks). A worker
 // that leaves out other blocks gains nothing: the scheduler refuses a
 // receipt whose closure is not whole.
+//
+// # Several invocations, and several outcomes, a message
+//
+// The invocations an engine is asked for while it publishes one go
+// together as one message on hg.work.batch-TOKEN (TOKEN 32 hex digits,
+// also the message id), at most [Options.MaxBatch] ([MaxBatchInvocations]
+// by default) and the inline limit's bytes:
+//
+//	{"type": "hg/nats-invocations@1", "invocations": [bodies, each
+//	 exactly an "hg/nats-invocation@3" body, with its own id and reply]}
+//
+// and the replies a worker has for one engine while it publishes one go
+// together likewise, on hg.result.ENGINE.batch-TOKEN ([TypeOutcomes],
+// at most [MaxBatchOutcomes]). An invocation asked for alone still goes
+// alone, so an engine whose invocations come one at a time sends what it
+// did before, and no invocation waits for one that is not there yet. The
+// server then stores, hands out and removes one message for several
+// invocations: with a scheduler whose jobs keep two workers' slots full
+// (bench_test.go), a node costs about one server message instead of
+// eleven.
+//
+// A worker decodes a batch strictly and judges each member alone, as it
+// would a message of its own: one that does not decode, repeats an id
+// of the batch or names a reply subject not of the result subjects is
+// refused (told with an "error" reply when it decoded); the others run,
+// each in a job slot of its own (the message took one; each other member
+// waits for one, before the worker takes another message). The worker
+// acks the message once every member is settled, and hands it back if
+// any could not be answered. A batch of more than [MaxBatchInvocations]
+// is refused whole. The engine likewise judges each member of a batch of
+// outcomes alone.
+//
+// A message handed out again (its worker died, handed it back, or its ack
+// was lost) may hold invocations already answered. Before it runs such a
+// message, a worker asks each engine its members name, on the core
+// subject hg.want.ENGINE, {"type": "hg/nats-want@1", "ids": [...]}, and
+// the engine answers with the same body holding the ids it still waits
+// for; the worker runs only those ("skipped" the others). An engine that
+// does not answer within two seconds gets every member run. The answer
+// is information, never evidence: whoever can answer it could as well
+// cancel the invocations, and no one can make a scheduler accept
+// anything by it.
+//
+// The engine takes a message off the queue once every invocation in it
+// is answered or given up on; an invocation given up on while others of
+// its message are open is only cancelled. The server's max-deliveries
+// advisory for a message fails every invocation in it.
+//
+// When a batch of outcomes arrives, the engine checks the signatures of
+// the receipts it carries as one batch ([ledger.Signatures.PrecheckReceipts],
+// several times faster than one by one) into the signature cache the
+// scheduler gave with each invocation ([scheduler.Invocation].Signatures):
+// a receipt block hashed against its CID, and remembered as signed only
+// when the whole batch verifies. That decides nothing: the scheduler
+// still verifies every receipt in full, finding only its signature
+// checked, and a batch that fails leaves each receipt to its own check.
 //
 // # Large invocations and outcomes
 //

@@ -164,11 +164,12 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		o.AckWait = 15 * time.Second
 	}
 	if o.Events == nil {
-		logf := o.Log
-		if logf == nil {
-			logf = func(string, ...any) {}
+		switch logf := o.Log; logf {
+		case nil:
+			o.Events = func(WorkerEvent) {}
+		default:
+			o.Events = func(ev WorkerEvent) { logf("%s", ev.String()) }
 		}
-		o.Events = func(ev WorkerEvent) { logf("%s", ev.String()) }
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -568,14 +569,17 @@ func (w *worker) event(ev WorkerEvent) {
 
 // heartbeat returns a func that tells the invocation's engine, on the
 // core subject PREFIX.beat.ENGINE.ID, that this worker is still running
-// it. Best effort: a heartbeat lost is no harm.
+// it. Best effort: a heartbeat lost is no harm. The body is made at the
+// first beat: most invocations end before one.
 func (w *worker) heartbeat(req *Request) func() {
-	subject := w.o.beatPrefix() + strings.TrimPrefix(req.Reply, w.o.resultPrefix())
-	data, err := cas.Marshal(&wireHeartbeat{Type: TypeHeartbeat, ID: req.ID, Worker: w.pub})
-	if err != nil {
-		return func() {}
+	body := sync.OnceValues(func() ([]byte, error) {
+		return cas.Marshal(&wireHeartbeat{Type: TypeHeartbeat, ID: req.ID, Worker: w.pub})
+	})
+	return func() {
+		if data, err := body(); err == nil {
+			_ = w.nc.Publish(w.o.beatPrefix()+strings.TrimPrefix(req.Reply, w.o.resultPrefix()), data)
+		}
 	}
-	return func() { _ = w.nc.Publish(subject, data) }
 }
 
 // beatPeriod is how often a running invocation is kept alive and its
