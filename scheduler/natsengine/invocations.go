@@ -86,6 +86,10 @@ type queuedInvocation struct {
 	data     []byte // its request body
 	deadline time.Time
 	done     chan placed
+	// Under the dispatcher's mu: its Invoke gave up before it was
+	// published (the dispatcher settles it then), or it was handed back
+	// published (its Invoke settles it).
+	gaveUp, handed bool
 }
 
 // placed is where an invocation went: its message, or why it did not.
@@ -122,8 +126,19 @@ func (d *dispatcher) publish(ctx context.Context, id string, data []byte, deadli
 	case p := <-q.done:
 		return p.msg, p.err
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
 	}
+	// Given up on: if its message is published already, it is this
+	// Invoke's to settle; otherwise the dispatcher settles it when it is.
+	d.mu.Lock()
+	handed := q.handed
+	q.gaveUp = !handed
+	d.mu.Unlock()
+	if handed {
+		if p := <-q.done; p.msg != nil {
+			d.e.abandon(id, p.msg, d.e.settle(p.msg))
+		}
+	}
+	return nil, context.Cause(ctx)
 }
 
 // drain publishes what waits until nothing does.
@@ -144,8 +159,21 @@ func (d *dispatcher) drain() {
 		d.pending = d.pending[n:]
 		d.mu.Unlock()
 		msg, err := d.publishBatch(take)
+		var gone []*queuedInvocation // given up on while it was published
+		d.mu.Lock()
+		for _, q := range take {
+			if q.handed = !q.gaveUp; q.gaveUp {
+				gone = append(gone, q)
+			}
+		}
+		d.mu.Unlock()
 		for _, q := range take {
 			q.done <- placed{msg, err}
+		}
+		if msg != nil {
+			for _, q := range gone {
+				d.e.abandon(q.id, msg, d.e.settle(msg))
+			}
 		}
 	}
 }
