@@ -755,7 +755,8 @@ func (e *Engine) onAdvisory(m *nats.Msg) {
 	}
 	e.mu.Lock()
 	var ws []*waiter
-	if msg := e.bySeq[a.StreamSeq]; msg != nil {
+	msg := e.bySeq[a.StreamSeq]
+	if msg != nil {
 		for _, id := range msg.ids {
 			if w := e.waiting[id]; w != nil {
 				ws = append(ws, w)
@@ -763,10 +764,40 @@ func (e *Engine) onAdvisory(m *nats.Msg) {
 		}
 	}
 	e.mu.Unlock()
+	if msg == nil {
+		// Not a message this engine published: one a worker queued again
+		// on its own from a batch handed out again (worker.split), or
+		// another engine's. Its subject names its invocation.
+		go e.adviseQueuedAgain(a.StreamSeq, a.Deliveries)
+		return
+	}
 	for _, w := range ws {
 		select {
 		case w.events <- event{deliveries: a.Deliveries}:
 		case <-w.done:
 		}
+	}
+}
+
+// adviseQueuedAgain fails the invocation of the work message at seq,
+// which the consumer gave up on, if it is one this engine waits for.
+func (e *Engine) adviseQueuedAgain(seq, deliveries uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	raw, err := e.work.GetMsg(ctx, seq)
+	if err != nil {
+		e.opts.Log("natsengine: max deliveries of message %d: %v", seq, err)
+		return
+	}
+	id := lastToken(raw.Subject)
+	e.mu.Lock()
+	w := e.waiting[id]
+	e.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.events <- event{deliveries: deliveries}:
+	case <-w.done:
 	}
 }

@@ -2,6 +2,7 @@ package natsengine
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"sync"
 	"time"
@@ -127,9 +128,15 @@ func (d *dispatcher) publish(ctx context.Context, id string, data []byte, deadli
 		return p.msg, p.err
 	case <-ctx.Done():
 	}
-	// Given up on: if its message is published already, it is this
-	// Invoke's to settle; otherwise the dispatcher settles it when it is.
+	// Given up on: still waiting, it is not published at all; published
+	// already, it is this Invoke's to settle; being published, the
+	// dispatcher settles it once it is.
 	d.mu.Lock()
+	if i := slices.Index(d.pending, q); i >= 0 {
+		d.pending = slices.Delete(d.pending, i, i+1)
+		d.mu.Unlock()
+		return nil, context.Cause(ctx)
+	}
 	handed := q.handed
 	q.gaveUp = !handed
 	d.mu.Unlock()

@@ -237,11 +237,17 @@ func enginePrefix(reply string) string {
 // not among its blocks or not its CID's bytes) is left out, and a batch
 // that fails leaves every receipt to its own full check.
 func (e *Engine) precheck(members []wireReply, named map[string]int) {
-	groups := map[*ledger.Signatures]*receiptBlocks{}
+	sigs := make([]*ledger.Signatures, len(members))
 	e.mu.Lock()
-	for _, m := range members {
-		w := e.waiting[m.ID]
-		if w == nil || w.sigs == nil || named[m.ID] > 1 || m.Type != TypeReply || m.State != StateDone || m.Receipt == nil || !m.Receipt.Cid.Defined() {
+	for i, m := range members {
+		if w := e.waiting[m.ID]; w != nil {
+			sigs[i] = w.sigs
+		}
+	}
+	e.mu.Unlock()
+	groups := map[*ledger.Signatures]*receiptBlocks{}
+	for i, m := range members {
+		if sigs[i] == nil || named[m.ID] > 1 || m.Type != TypeReply || m.State != StateDone || m.Receipt == nil || !m.Receipt.Cid.Defined() {
 			continue
 		}
 		c := m.Receipt.Cid
@@ -250,20 +256,19 @@ func (e *Engine) precheck(members []wireReply, named map[string]int) {
 				continue
 			}
 			if b, err := cas.NewBlockWithCID(c, wb.Data); err == nil {
-				g := groups[w.sigs]
+				g := groups[sigs[i]]
 				if g == nil {
 					g = &receiptBlocks{}
-					groups[w.sigs] = g
+					groups[sigs[i]] = g
 				}
 				g.add(b)
 			}
 			break
 		}
 	}
-	e.mu.Unlock()
-	for sigs, g := range groups {
+	for s, g := range groups {
 		if len(g.cids) > 1 {
-			sigs.PrecheckReceipts(context.Background(), g, g.cids)
+			s.PrecheckReceipts(context.Background(), g, g.cids)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package natsengine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/haygent/hg/cas"
@@ -64,6 +65,13 @@ func decodeWant(data []byte) ([]string, error) {
 // onWant answers a worker's question: which of these invocations does
 // the engine still wait for an outcome of.
 func (e *Engine) onWant(m *nats.Msg) {
+	// An answer goes only to a requester's inbox: a question naming any
+	// other reply subject (a result subject, a JetStream API request)
+	// would have the engine publish there under its own permissions.
+	if !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
+		e.opts.Log("natsengine: question on %s with the reply subject %q, not an inbox: not answered", m.Subject, m.Reply)
+		return
+	}
 	ids, err := decodeWant(m.Data)
 	if err != nil {
 		e.opts.Log("natsengine: question on %s: %v", m.Subject, err)

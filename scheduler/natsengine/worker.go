@@ -310,13 +310,13 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("refused")
 		return
 	}
+	var beats beatSet
+	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
+	defer stop()
 	if len(w.stillWanted(ctx, msg, []*Request{req})) == 0 {
 		_ = msg.Ack() // answered before, on an earlier delivery
 		return
 	}
-	var beats beatSet
-	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
-	defer stop()
 	s, reason := w.run(ctx, msg, req, &beats)
 	if err := settleMsg(msg, s, reason); err != nil && s == answered {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: req.Invocation.Run, Node: req.Invocation.Node, Error: "ack: " + err.Error()})

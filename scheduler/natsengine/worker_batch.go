@@ -23,6 +23,7 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		return
 	}
 	reqs := make([]*Request, 0, len(members))
+	raws := make(map[string][]byte, len(members)) // the bodies of reqs, by id
 	seen := make(map[string]bool, len(members))
 	for _, raw := range members {
 		req, err := DecodeRequest(raw)
@@ -42,11 +43,19 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		}
 		seen[req.ID] = true
 		reqs = append(reqs, req)
+		raws[req.ID] = raw
 	}
-	reqs = w.stillWanted(ctx, msg, reqs)
-
 	var beats beatSet
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
+	reqs = w.stillWanted(ctx, msg, reqs)
+	if len(reqs) > 1 && w.split(ctx, msg, reqs, raws) {
+		stop()
+		slots.put()
+		if err := msg.Ack(); err != nil {
+			w.event(WorkerEvent{Event: EventError, Error: "ack: " + err.Error()})
+		}
+		return
+	}
 	results := make([]settlement, len(reqs))
 	var wg sync.WaitGroup
 	for i, req := range reqs {
@@ -95,10 +104,20 @@ func (w *worker) stillWanted(ctx context.Context, msg jetstream.Msg, reqs []*Req
 		e := engineOf(w.o.resultPrefix(), r.Reply)
 		byEngine[e] = append(byEngine[e], r.ID)
 	}
+	// Each engine asked at once: a batch naming several waits for the
+	// slowest, not for their sum.
 	wanted := map[string]map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for e, ids := range byEngine {
-		wanted[e] = w.wanted(ctx, w.o.wantSubject(e), ids)
+		wg.Go(func() {
+			still := w.wanted(ctx, w.o.wantSubject(e), ids)
+			mu.Lock()
+			wanted[e] = still
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	out := reqs[:0:0]
 	for _, r := range reqs {
 		if still := wanted[engineOf(w.o.resultPrefix(), r.Reply)]; still != nil && !still[r.ID] {
@@ -108,6 +127,34 @@ func (w *worker) stillWanted(ctx context.Context, msg jetstream.Msg, reqs []*Req
 		out = append(out, r)
 	}
 	return out
+}
+
+// split puts each of reqs (raws holds their bodies) back on the queue as
+// a message of its own when msg was handed out before, and reports
+// whether it did so for all of them (the caller then acks msg; if not,
+// the batch runs as it is). A batch handed out again may hold an
+// invocation that brought its worker down; alone, it is handed out, and
+// fails at the consumer's MaxDeliver, alone, not taking its batch with
+// it. The message id of each is its invocation id, so a split made
+// twice queues each once.
+func (w *worker) split(ctx context.Context, msg jetstream.Msg, reqs []*Request, raws map[string][]byte) bool {
+	meta, err := msg.Metadata()
+	if err != nil || meta.NumDelivered <= 1 {
+		return false
+	}
+	for _, r := range reqs {
+		pctx, cancel := context.WithTimeout(ctx, replyAttempt)
+		_, err := w.js.Publish(pctx, w.o.workSubject(r.ID), raws[r.ID], jetstream.WithMsgID(r.ID), jetstream.WithExpectStream(w.o.Stream))
+		cancel()
+		if err != nil {
+			w.event(WorkerEvent{Event: EventError, ID: r.ID, Run: r.Invocation.Run, Node: r.Invocation.Node, Error: "split: " + err.Error()})
+			return false
+		}
+	}
+	for _, r := range reqs {
+		w.event(WorkerEvent{Event: EventHandedBack, ID: r.ID, Run: r.Invocation.Run, Node: r.Invocation.Node, Error: "its batch was handed out again: queued again as a message of its own"})
+	}
+	return true
 }
 
 // engineOf returns the ENGINE token of a reply subject PREFIX.result.ENGINE.ID

@@ -1,0 +1,205 @@
+package natsengine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/haygent/hg/scheduler/natsengine"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// hexID is a fresh invocation or engine id: 32 hex digits.
+func hexID() string { return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64()) }
+
+// A batch handed out again (its first worker died with it) runs no more
+// as a batch: the worker that gets it queues each member again as a
+// message of its own and acks the batch, so that a member that brings
+// workers down is handed out, and fails, alone. Every member then runs
+// exactly once, and its engine gets exactly one outcome for it.
+func TestBatchHandedOutAgainSplit(t *testing.T) {
+	url := startServer(t)
+	nc := connect(t, url)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, s := range []jetstream.StreamConfig{
+		{Name: "HG_WORK", Subjects: []string{"hg.work.>"}, Retention: jetstream.WorkQueuePolicy, Duplicates: 10 * time.Minute},
+		{Name: "HG_RESULTS", Subjects: []string{"hg.result.>"}, Retention: jetstream.WorkQueuePolicy},
+	} {
+		if _, err := js.CreateStream(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first "worker": the workers' consumer as Serve makes it, which
+	// takes the batch and dies with it.
+	cons, err := js.CreateOrUpdateConsumer(ctx, "HG_WORK", jetstream.ConsumerConfig{
+		Durable: "hg-workers", FilterSubject: "hg.work.*", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: time.Second, MaxDeliver: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := hexID()
+	results, err := js.CreateConsumer(ctx, "HG_RESULTS", jetstream.ConsumerConfig{FilterSubject: "hg.result." + engine + ".>", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 3
+	inv := echoInvocation(t)
+	ids := map[string]bool{}
+	var members []any
+	for i := range n {
+		id := hexID()
+		ids[id] = true
+		one := inv
+		one.Node = fmt.Sprintf("n%d", i)
+		data, err := natsengine.EncodeRequest(&natsengine.Request{ID: id, Reply: "hg.result." + engine + "." + id,
+			Deadline: time.Now().Add(time.Minute), Invocation: one, Inline: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, cbor.RawMessage(data))
+	}
+	batch := mustMarshal(t, map[string]any{"type": natsengine.TypeInvocations, "invocations": members})
+	if _, err := js.Publish(ctx, "hg.work.batch-"+hexID(), batch); err != nil {
+		t.Fatal(err)
+	}
+	first, err := cons.Next(jetstream.FetchContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(first.Subject(), "hg.work.batch-") {
+		t.Fatalf("took %s, want the batch", first.Subject())
+	}
+	_ = first.Nak() // died with it: handed out again
+
+	var mu sync.Mutex
+	took, queuedAgain := map[string]int{}, map[string]int{}
+	startWorker(t, url, natsengine.WorkerOptions{Key: workerKeys[0], Jobs: 4, AckWait: time.Second, MaxDeliver: 5,
+		Events: func(ev natsengine.WorkerEvent) {
+			t.Logf("worker: %s", ev)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ev.Event == natsengine.EventTook:
+				took[ev.ID]++
+			case ev.Event == natsengine.EventHandedBack && strings.Contains(ev.Error, "message of its own"):
+				queuedAgain[ev.ID]++
+			}
+		}})
+
+	outcomes := map[string]int{}
+	for len(outcomes) < n {
+		m, err := results.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			t.Fatalf("outcomes %v: %v", outcomes, err)
+		}
+		_ = m.Ack()
+		id := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
+		if strings.HasPrefix(id, "batch-") {
+			var b struct {
+				Outcomes []struct {
+					ID    string `cbor:"id"`
+					State string `cbor:"state"`
+				} `cbor:"outcomes"`
+			}
+			if err := cbor.Unmarshal(m.Data(), &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range b.Outcomes {
+				outcomes[o.ID]++
+				if o.State != natsengine.StateDone {
+					t.Errorf("outcome of %s: %s", o.ID, o.State)
+				}
+			}
+			continue
+		}
+		outcomes[id]++
+	}
+	// Give a second outcome, were there one, time to come.
+	extra, err := results.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range extra.Messages() {
+		t.Errorf("an outcome more: %s", m.Subject())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range ids {
+		if outcomes[id] != 1 || took[id] != 1 || queuedAgain[id] != 1 {
+			t.Errorf("invocation %s: %d outcomes, taken %d times, queued again %d times; want 1 of each", id, outcomes[id], took[id], queuedAgain[id])
+		}
+	}
+	stream, err := js.Stream(ctx, "HG_WORK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Errorf("work queue holds %d messages, want none", info.State.Msgs)
+	}
+}
+
+// An invocation queued again on its own (by a worker that split its
+// batch) that the workers' consumer gives up on fails at its engine, as
+// one the engine published would: the engine finds it by its subject,
+// not by a sequence it never saw.
+func TestQueuedAgainMaxDeliver(t *testing.T) {
+	url := startServer(t)
+	e := newEngine(t, url, natsengine.Options{Timeout: 50 * time.Second, MaxBatch: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(connect(t, url))
+	cons, err := js.CreateOrUpdateConsumer(ctx, "HG_WORK", jetstream.ConsumerConfig{
+		Durable: "hg-workers", FilterSubject: "hg.work.*", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 300 * time.Millisecond, MaxDeliver: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() {
+		_, err := e.Invoke(ctx, echoInvocation(t))
+		failed <- err
+	}()
+	// The engine's message: taken and acked, as a worker that split it
+	// would, its body queued again under another message id.
+	msg, err := cons.Next(jetstream.FetchContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, msg.Subject(), msg.Data(), jetstream.WithMsgID("again-"+hexID())); err != nil {
+		t.Fatal(err)
+	}
+	// Taken and never answered, until the consumer gives up on it.
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = cons.Next(jetstream.FetchContext(ctx))
+		}
+	}()
+	select {
+	case err := <-failed:
+		if err == nil || !strings.Contains(err.Error(), "MaxDeliver") {
+			t.Fatalf("Invoke: %v, want a MaxDeliver failure", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the invocation queued again was given up on by the consumer and still waits at its engine")
+	}
+}
