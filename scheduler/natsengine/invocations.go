@@ -2,8 +2,8 @@ package natsengine
 
 import (
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
