@@ -203,3 +203,47 @@ func TestQueuedAgainMaxDeliver(t *testing.T) {
 		t.Fatal("the invocation queued again was given up on by the consumer and still waits at its engine")
 	}
 }
+
+// An engine answers the want question only on a requester's inbox: a
+// question naming another reply subject (one of the engine's result
+// subjects, a JetStream API subject) would have it publish there under
+// its own permissions, and goes unanswered. The answer names only ids
+// the engine waits for, and it waits for none here.
+func TestWantAnswersOnlyInbox(t *testing.T) {
+	url := startServer(t)
+	e := newEngine(t, url, natsengine.Options{})
+	nc := connect(t, url)
+	ask := mustMarshal(t, map[string]any{"type": natsengine.TypeWant, "ids": []any{hexID()}})
+	subject := "hg.want." + e.ID()
+
+	for _, reply := range []string{"hg.result." + e.ID() + "." + hexID(), "$JS.API.STREAM.DELETE.HG_WORK"} {
+		sub, err := nc.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.PublishRequest(subject, reply, ask); err != nil {
+			t.Fatal(err)
+		}
+		// The inbox question after it is answered: by then the engine has
+		// read this one too (one subscription, in order).
+		m, err := nc.Request(subject, ask, 10*time.Second)
+		if err != nil {
+			t.Fatalf("a question from an inbox: %v", err)
+		}
+		var a struct {
+			Type string   `cbor:"type"`
+			IDs  []string `cbor:"ids"`
+		}
+		if err := cbor.Unmarshal(m.Data, &a); err != nil || a.Type != natsengine.TypeWant || len(a.IDs) != 0 {
+			t.Fatalf("answer %+v (%v), want %s naming no id", a, err, natsengine.TypeWant)
+		}
+		if got, err := sub.NextMsg(500 * time.Millisecond); err == nil {
+			t.Errorf("the engine answered on %s: %q", got.Subject, got.Data)
+		}
+		_ = sub.Unsubscribe()
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.Stream(context.Background(), "HG_WORK"); err != nil {
+		t.Errorf("work stream: %v", err)
+	}
+}
