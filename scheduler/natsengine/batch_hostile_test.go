@@ -1053,13 +1053,15 @@ func TestWantSilentEnginesRunOnce(t *testing.T) {
 	log := startLoggedWorker(ctx, t, url, natsengine.WorkerOptions{Key: workerKeys[0], Jobs: 2, AckWait: 3 * time.Second})
 	js, _ := jetstream.New(connect(t, url))
 	waitQueueEmpty(ctx, t, js)
-	// Handed out twice in all: the hand-made delivery and the worker's.
+	// The batch handed out twice in all (the hand-made delivery and the
+	// worker's, which queues each member again on its own), and each
+	// member once on its own.
 	c, err := js.Consumer(ctx, "HG_WORK", "hg-workers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := c.Info(ctx); err != nil || info.Delivered.Consumer != 2 {
-		t.Errorf("the message was handed out %d times (%v), want 2: its ack wait ran out while the worker asked", info.Delivered.Consumer, err)
+	if info, err := c.Info(ctx); err != nil || info.Delivered.Consumer != uint64(2+len(members)) {
+		t.Errorf("%d messages handed out (%v), want %d: the batch twice and each member once; its ack wait ran out while the worker asked", info.Delivered.Consumer, err, 2+len(members))
 	}
 	for i, eng := range engines {
 		eng.mu.Lock()

@@ -284,3 +284,32 @@ func TestWantAnswerJudged(t *testing.T) {
 		t.Errorf("%d errors told, want 3 (the answers that did not decode): %v", n, events)
 	}
 }
+
+// Members a batch expects keep the worker from taking a new message even
+// while a slot is free between two of them.
+func TestJobSlotsExpected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := newJobSlots(ctx, 2)
+	if !s.take(ctx, false) { // the batch's message, for its first member
+		t.Fatal("no slot for the batch")
+	}
+	s.expect(1) // its second member has yet to ask
+	msgTook := make(chan bool, 1)
+	go func() { msgTook <- s.take(ctx, false) }()
+	select {
+	case <-msgTook:
+		t.Fatal("a new message took the free slot a member of the batch held was expected to take")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if !s.take(ctx, true) {
+		t.Fatal("the expected member got no slot")
+	}
+	s.put() // a member done: now the message may go
+	if !<-msgTook {
+		t.Fatal("the new message got no slot")
+	}
+	if s.free != 0 || s.waiting != 0 || s.expected != 0 {
+		t.Errorf("free %d waiting %d expected %d, want 0, 0, 0", s.free, s.waiting, s.expected)
+	}
+}

@@ -10,10 +10,11 @@ import (
 // of a batch it took each wait for a slot of their own, and come first:
 // the worker takes no other message while one of them waits.
 type jobSlots struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	free    int
-	waiting int // members of batches held, waiting for a slot
+	mu       sync.Mutex
+	cond     *sync.Cond
+	free     int
+	waiting  int // members of batches held, waiting for a slot
+	expected int // members of batches held that have yet to ask for one
 }
 
 // newJobSlots returns n free slots; a take waiting when ctx ends returns.
@@ -35,14 +36,17 @@ func (s *jobSlots) take(ctx context.Context, member bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if member {
+		if s.expected > 0 {
+			s.expected--
+		}
 		s.waiting++
 		defer func() {
-			if s.waiting--; s.waiting == 0 {
+			if s.waiting--; s.waiting+s.expected == 0 {
 				s.cond.Broadcast() // a message may be taken now
 			}
 		}()
 	}
-	for s.free == 0 || (!member && s.waiting > 0) {
+	for s.free == 0 || (!member && s.waiting+s.expected > 0) {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -53,6 +57,15 @@ func (s *jobSlots) take(ctx context.Context, member bool) bool {
 	}
 	s.free--
 	return true
+}
+
+// expect says that n members of a batch held will each ask for a slot:
+// until they have, the worker takes no other message, even with a slot
+// free between two of them.
+func (s *jobSlots) expect(n int) {
+	s.mu.Lock()
+	s.expected += n
+	s.mu.Unlock()
 }
 
 // put gives a slot back.

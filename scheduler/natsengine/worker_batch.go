@@ -57,6 +57,9 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		return
 	}
 	results := make([]settlement, len(reqs))
+	if len(reqs) > 1 {
+		slots.expect(len(reqs) - 1) // every member after the first asks for a slot below
+	}
 	var wg sync.WaitGroup
 	for i, req := range reqs {
 		if i > 0 && !slots.take(ctx, true) {
