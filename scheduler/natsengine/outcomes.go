@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/haygent/hg/cas"
 	"github.com/haygent/hg/haygent/ledger"
 	"github.com/ipfs/go-cid"
@@ -49,6 +50,12 @@ const batchToken = "batch-"
 type wireOutcomes struct {
 	Type     string      `cbor:"type"`
 	Outcomes []wireReply `cbor:"outcomes"`
+}
+
+// encodedOutcomes is wireOutcomes with its members encoded already.
+type encodedOutcomes struct {
+	Type     string            `cbor:"type"`
+	Outcomes []cbor.RawMessage `cbor:"outcomes"`
 }
 
 // batchOverhead bounds the bytes a batch adds to its members'
@@ -210,9 +217,11 @@ func (b *batcher) publishBatch(prefix string, take []*queuedReply) error {
 	if len(take) == 1 {
 		return b.publish(b.ctx, take[0].subject, take[0].msgID, take[0].data)
 	}
-	w := wireOutcomes{Type: TypeOutcomes, Outcomes: make([]wireReply, len(take))}
+	// Each member as it was encoded alone: the same bytes as encoding the
+	// reply again, without doing so.
+	w := encodedOutcomes{Type: TypeOutcomes, Outcomes: make([]cbor.RawMessage, len(take))}
 	for i, q := range take {
-		w.Outcomes[i] = q.reply
+		w.Outcomes[i] = q.data
 	}
 	data, err := cas.Marshal(&w)
 	if err != nil {

@@ -1,6 +1,7 @@
 package natsengine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/haygent/hg/cas"
 )
 
@@ -157,5 +159,40 @@ func TestBatcherGathers(t *testing.T) {
 	want := fmt.Sprint([]int{1, MaxBatchOutcomes, 4, 1})
 	if fmt.Sprint(sizes) != want {
 		t.Errorf("messages of %v replies, want %s", sizes, want)
+	}
+}
+
+// A batch made of its members' own encodings is byte for byte the batch
+// encoded whole, and decodes strictly.
+func TestEncodedOutcomesSameBytes(t *testing.T) {
+	var replies []wireReply
+	var raws []cbor.RawMessage
+	for i := range 3 {
+		r := wireReply{Type: TypeReply, ID: newID(), State: StateDone, Worker: "ed25519:w",
+			Receipt: &cas.Link{Cid: cas.Sum(cas.DagCBOR, []byte{byte(i)})},
+			Blocks:  []wireBlock{{CID: cas.Sum(cas.DagCBOR, []byte{byte(i)}).Bytes(), Data: []byte{byte(i)}}}}
+		if i == 2 {
+			r = wireReply{Type: TypeReply, ID: newID(), State: StateError, Worker: "ed25519:w", Error: "no"}
+		}
+		data, err := cas.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies, raws = append(replies, r), append(raws, data)
+	}
+	whole, err := cas.Marshal(&wireOutcomes{Type: TypeOutcomes, Outcomes: replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := cas.Marshal(&encodedOutcomes{Type: TypeOutcomes, Outcomes: raws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole, parts) {
+		t.Fatalf("a batch of encoded members differs from the batch encoded whole")
+	}
+	got, err := decodeOutcomes(parts)
+	if err != nil || len(got) != 3 || got[2].Error != "no" {
+		t.Fatalf("decode: %v, %+v", err, got)
 	}
 }
