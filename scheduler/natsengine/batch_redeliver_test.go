@@ -247,3 +247,82 @@ func TestWantAnswersOnlyInbox(t *testing.T) {
 		t.Errorf("work stream: %v", err)
 	}
 }
+
+// A heartbeat for several invocations is held to the same rules as one
+// for one: decoded strictly (its type, at most MaxBatchInvocations ids,
+// each an id, a worker key, no other field), information only. A good
+// one tells the engine who took its invocation, so that a timeout names
+// that worker; an odd one is dropped; none gives an outcome.
+func TestForgedBatchHeartbeats(t *testing.T) {
+	url := startServer(t)
+	var mu sync.Mutex
+	var logged []string
+	e, err := natsengine.New(connect(t, url), natsengine.Options{
+		Timeout: 5 * time.Second, Silence: time.Hour, NoWorkerAfter: time.Hour, MaxBatch: 1,
+		Log: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	nc := connect(t, url)
+	queued, err := nc.SubscribeSync("hg.work.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Invoke(context.Background(), echoInvocation(t))
+		done <- err
+	}()
+	m, err := queued.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := m.Subject[len("hg.work."):]
+	forger := "ed25519:" + strings.Repeat("A", 43)
+	many := make([]any, natsengine.MaxBatchInvocations+1)
+	for i := range many {
+		many[i] = id
+	}
+	odd := [][]byte{
+		[]byte("not cbor"),
+		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": many, "worker": forger}),
+		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{id, "NOT-AN-ID"}, "worker": forger}),
+		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{id}, "worker": "ed25519:nope"}),
+		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{id}, "worker": forger, "done": true}),
+		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeat, "ids": []any{id}, "worker": forger}),
+	}
+	good := mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{hexID(), id}, "worker": forger})
+	for _, b := range append(odd, good) {
+		if err := nc.Publish("hg.beat."+e.ID()+".batch-"+hexID(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = nc.Flush()
+	err = <-done
+	if err == nil {
+		t.Fatal("Invoke returned an outcome from heartbeats alone")
+	}
+	if !strings.Contains(err.Error(), "took it but sent no outcome") || !strings.Contains(err.Error(), forger) {
+		t.Errorf("Invoke: %v, want a timeout naming the worker of the batch heartbeat", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logged {
+		if strings.Contains(l, "heartbeat") {
+			n++
+		}
+	}
+	if n != len(odd) {
+		t.Errorf("%d heartbeats dropped, want %d (the odd ones): %q", n, len(odd), logged)
+	}
+}

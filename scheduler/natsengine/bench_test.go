@@ -51,25 +51,28 @@ func serverMsgs(b *testing.B, s *server.Server) (msgs, bytes int64) {
 }
 
 // BenchmarkNATSThroughput runs the same Work Order of builtin-only nodes
-// (a fan-out, 500 nodes; HG_BENCH_NATS_SIZE=N for N; the scheduler's
-// jobs 8 and each worker's 4, HG_BENCH_NATS_JOBS and
-// HG_BENCH_NATS_WORKER_JOBS to change them) through the NATS
+// (a fan-out, 2,000 nodes; HG_BENCH_NATS_SIZE=N for N) through the NATS
 // engine, with two workers in this process on one JetStream server on
 // loopback, and through the local engine, five runs of each in turn
 // after one uncounted run of each, and reports the nodes a second of
-// each, their ratio, the CPU time a node of each (the workers' and
-// the server's included: they share the process and its cores), and the
-// messages the server received and sent a node in the NATS runs. Both runs are the same scheduler with the same options
-// (receipts verified, accepted and stored in memory, no memo cache);
-// only the engine differs. Target: NATS at least half the local
+// each, their ratio, the CPU time a node of each (the workers' and the
+// server's included: they share the process and its cores), and the
+// messages and bytes the server received and sent a node in the NATS
+// runs. Both runs are the same scheduler with the same options (receipts
+// verified, accepted and stored in memory, no memo cache, jobs 64); only
+// the engine differs. Each worker has 32 jobs, so that the scheduler's
+// jobs fill both workers' slots: invocations asked for while one is
+// published travel together, and so do outcomes (HG_BENCH_NATS_JOBS and
+// HG_BENCH_NATS_WORKER_JOBS change the jobs; at 8 and 4 batches are
+// small, see docs/performance.md). Target: NATS at least half the local
 // throughput for builtin-only nodes (measured, not asserted).
 func BenchmarkNATSThroughput(b *testing.B) {
 	defer gcpolicy.Apply()() // as hg run sets it
-	n := 500
+	n := 2000
 	if s := os.Getenv("HG_BENCH_NATS_SIZE"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	jobs, workerJobs := 8, 4 // the scheduler's (both engines), each worker's
+	jobs, workerJobs := 64, 32 // the scheduler's (both engines), each worker's
 	const rounds = 5         // runs of each engine, alternating, per b.N
 	if s := os.Getenv("HG_BENCH_NATS_JOBS"); s != "" {
 		jobs, _ = strconv.Atoi(s)

@@ -99,18 +99,15 @@
 //
 // While it runs an invocation, a worker publishes a heartbeat on the
 // core subject hg.beat.ENGINE.ID (ENGINE and ID from the reply subject)
-// a second after it took it (at once if the message was handed out
-// before) and then every AckWait/3, at least every 5 seconds; an
-// invocation that ends within the second, as builtin ones do, costs no
-// heartbeat:
+// when it takes it and then every AckWait/3, at least every 5 seconds
+// (several invocations of one engine in one message share one heartbeat,
+// [TypeHeartbeats]):
 //
 //	{"type": "hg/nats-heartbeat@1", "id": ID, "worker": "ed25519:..."}
 //
 // The first heartbeat says which worker took the invocation (workers of
 // before it also answered with a "started" reply, which an engine still
-// reads as a heartbeat). A worker killed within an invocation's first
-// second is not named: the engine knows of it only when the server
-// hands the invocation on, after the workers' ack wait. The engine decodes it strictly (canonical DAG-CBOR, exactly these
+// reads as a heartbeat). The engine decodes it strictly (canonical DAG-CBOR, exactly these
 // fields, an id that is the subject's, a key in its text form) and drops
 // anything else. A heartbeat is information only: it tells the engine
 // which worker says it has the invocation and that it is still heard

@@ -721,6 +721,10 @@ func (e *Engine) hand(w *waiter, ev event) {
 // invocation than its subject, is dropped.
 func (e *Engine) onBeat(m *nats.Msg) {
 	id := lastToken(m.Subject)
+	if isBatchToken(id) {
+		e.onBeats(m)
+		return
+	}
 	e.mu.Lock()
 	w := e.waiting[id]
 	e.mu.Unlock()

@@ -310,14 +310,18 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("refused")
 		return
 	}
-	var beats beatSet
+	beats := w.newBeats()
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
 	defer stop()
 	if len(w.stillWanted(ctx, msg, []*Request{req})) == 0 {
 		_ = msg.Ack() // answered before, on an earlier delivery
 		return
 	}
-	s, reason := w.run(ctx, msg, req, &beats)
+	// The first heartbeat tells the engine who took it.
+	beats.add(req)
+	beats.beat()
+	s, reason := w.run(ctx, msg, req)
+	beats.remove(req)
 	if err := settleMsg(msg, s, reason); err != nil && s == answered {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: req.Invocation.Run, Node: req.Invocation.Node, Error: "ack: " + err.Error()})
 	}
@@ -337,9 +341,9 @@ func (w *worker) refuse(ctx context.Context, msg jetstream.Msg, req *Request, er
 }
 
 // run carries out one invocation, decoded and checked, and answers its
-// engine; beats holds the heartbeats of what the message's worker runs.
-// It returns what became of it, and why, for a message to terminate.
-func (w *worker) run(ctx context.Context, msg jetstream.Msg, req *Request, beats *beatSet) (settlement, string) {
+// engine. It returns what became of it, and why, for a message to
+// terminate.
+func (w *worker) run(ctx context.Context, msg jetstream.Msg, req *Request) (settlement, string) {
 	inv := req.Invocation
 	if time.Now().After(req.Deadline) {
 		w.event(WorkerEvent{Event: EventDropped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up at " + req.Deadline.Format(time.RFC3339)})
@@ -355,15 +359,6 @@ func (w *worker) run(ctx context.Context, msg jetstream.Msg, req *Request, beats
 		delete(w.running, req.ID)
 		w.mu.Unlock()
 	}()
-	// Heartbeats tell the engine who took it, from a second after it was
-	// taken (see keepAlive): one that ends sooner costs no heartbeat. One
-	// handed out again is said at once, as its engine may have said the
-	// worker before went silent.
-	beat := w.heartbeat(req)
-	defer beats.add(beat)()
-	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 1 {
-		beat()
-	}
 	w.event(WorkerEvent{Event: EventTook, ID: req.ID, Run: inv.Run, Node: inv.Node})
 
 	ent, err := w.pkg(runCtx, req)
@@ -567,21 +562,6 @@ func (w *worker) event(ev WorkerEvent) {
 	w.o.Events(ev)
 }
 
-// heartbeat returns a func that tells the invocation's engine, on the
-// core subject PREFIX.beat.ENGINE.ID, that this worker is still running
-// it. Best effort: a heartbeat lost is no harm. The body is made at the
-// first beat: most invocations end before one.
-func (w *worker) heartbeat(req *Request) func() {
-	body := sync.OnceValues(func() ([]byte, error) {
-		return cas.Marshal(&wireHeartbeat{Type: TypeHeartbeat, ID: req.ID, Worker: w.pub})
-	})
-	return func() {
-		if data, err := body(); err == nil {
-			_ = w.nc.Publish(w.o.beatPrefix()+strings.TrimPrefix(req.Reply, w.o.resultPrefix()), data)
-		}
-	}
-}
-
 // beatPeriod is how often a running invocation is kept alive and its
 // engine told: AckWait/3, and at least every 5 seconds, two of which
 // make an engine's default Silence.
@@ -589,25 +569,18 @@ func beatPeriod(ackWait time.Duration) time.Duration {
 	return min(ackWait/3, 5*time.Second)
 }
 
-// firstBeat is when a worker first tells the server and the engine that
-// it still works on a message: an invocation that ends sooner, as most
-// builtin ones do, costs neither a heartbeat nor a progress ack.
-const firstBeat = time.Second
-
-// keepAlive tells the server that msg is still being worked on, and
-// calls beat, after min(period, firstBeat) and then every period, until
-// the returned function is called.
+// keepAlive tells the server every period that msg is still being worked
+// on, and calls beat, until the returned function is called.
 func keepAlive(msg jetstream.Msg, period time.Duration, beat func()) func() {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTimer(min(period, firstBeat))
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				_ = msg.InProgress()
 				beat()
-				t.Reset(period)
 			case <-done:
 				return
 			}

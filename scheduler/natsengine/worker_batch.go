@@ -45,7 +45,7 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		reqs = append(reqs, req)
 		raws[req.ID] = raw
 	}
-	var beats beatSet
+	beats := w.newBeats()
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
 	reqs = w.stillWanted(ctx, msg, reqs)
 	if len(reqs) > 1 && w.split(ctx, msg, reqs, raws) {
@@ -56,6 +56,12 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		}
 		return
 	}
+	// The engines hear at once who took their invocations: one heartbeat
+	// for all of an engine's members of the message.
+	for _, req := range reqs {
+		beats.add(req)
+	}
+	beats.beat()
 	results := make([]settlement, len(reqs))
 	if len(reqs) > 1 {
 		slots.expect(len(reqs) - 1) // every member after the first asks for a slot below
@@ -64,6 +70,7 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 	for i, req := range reqs {
 		if i > 0 && !slots.take(ctx, true) {
 			w.event(WorkerEvent{Event: EventHandedBack, ID: req.ID, Run: req.Invocation.Run, Node: req.Invocation.Node, Error: "the worker is stopping"})
+			beats.remove(req)
 			results[i] = handBack
 			continue
 		}
@@ -71,7 +78,8 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 		go func() {
 			defer wg.Done()
 			defer slots.put()
-			results[i], _ = w.run(ctx, msg, req, &beats)
+			defer beats.remove(req)
+			results[i], _ = w.run(ctx, msg, req)
 		}()
 	}
 	if len(reqs) == 0 {
@@ -165,42 +173,4 @@ func (w *worker) split(ctx context.Context, msg jetstream.Msg, reqs []*Request, 
 func engineOf(resultPrefix, reply string) string {
 	engine, _, _ := strings.Cut(strings.TrimPrefix(reply, resultPrefix), ".")
 	return engine
-}
-
-// beatSet is the heartbeats of the invocations a message's worker runs,
-// sent together at each of the message's beats.
-type beatSet struct {
-	mu    sync.Mutex
-	next  int
-	beats map[int]func()
-}
-
-// add adds a heartbeat and returns the func that removes it.
-func (b *beatSet) add(beat func()) func() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.beats == nil {
-		b.beats = map[int]func(){}
-	}
-	k := b.next
-	b.next++
-	b.beats[k] = beat
-	return func() {
-		b.mu.Lock()
-		delete(b.beats, k)
-		b.mu.Unlock()
-	}
-}
-
-// beat sends every heartbeat in the set.
-func (b *beatSet) beat() {
-	b.mu.Lock()
-	beats := make([]func(), 0, len(b.beats))
-	for _, f := range b.beats {
-		beats = append(beats, f)
-	}
-	b.mu.Unlock()
-	for _, f := range beats {
-		f()
-	}
 }
