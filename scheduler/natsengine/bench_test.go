@@ -73,7 +73,7 @@ func BenchmarkNATSThroughput(b *testing.B) {
 		n, _ = strconv.Atoi(s)
 	}
 	jobs, workerJobs := 64, 32 // the scheduler's (both engines), each worker's
-	const rounds = 5         // runs of each engine, alternating, per b.N
+	const rounds = 5           // runs of each engine, alternating, per b.N
 	if s := os.Getenv("HG_BENCH_NATS_JOBS"); s != "" {
 		jobs, _ = strconv.Atoi(s)
 	}
