@@ -229,6 +229,9 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("natsengine: %w", err)
 	}
 	e.watchConnection(nc)
+	// The server has the subscriptions before New returns: a question
+	// or a heartbeat sent the moment after reaches them.
+	_ = nc.FlushTimeout(5 * time.Second)
 	return e, nil
 }
 
