@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/haygent/hg/scheduler/natsengine"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -160,10 +161,17 @@ func TestBatchHandedOutAgainSplit(t *testing.T) {
 // not by a sequence it never saw.
 func TestQueuedAgainMaxDeliver(t *testing.T) {
 	url := startServer(t)
-	e := newEngine(t, url, natsengine.Options{Timeout: 50 * time.Second, MaxBatch: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	js, _ := jetstream.New(connect(t, url))
+	// The work stream with a short duplicate window, made before the
+	// engine (which uses it as it is): the copy below reuses the
+	// invocation's id as its message id, as a split does.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HG_WORK", Subjects: []string{"hg.work.>"},
+		Retention: jetstream.WorkQueuePolicy, Duplicates: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, url, natsengine.Options{Timeout: 50 * time.Second, MaxBatch: 1})
 	cons, err := js.CreateOrUpdateConsumer(ctx, "HG_WORK", jetstream.ConsumerConfig{
 		Durable: "hg-workers", FilterSubject: "hg.work.*", AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: 300 * time.Millisecond, MaxDeliver: 2,
@@ -185,8 +193,19 @@ func TestQueuedAgainMaxDeliver(t *testing.T) {
 	if err := msg.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, msg.Subject(), msg.Data(), jetstream.WithMsgID("again-"+hexID())); err != nil {
-		t.Fatal(err)
+	id := msg.Subject()[len("hg.work."):]
+	again := nats.NewMsg(msg.Subject())
+	again.Data = msg.Data()
+	again.Header.Set("Hg-Queued-Again", "1")
+	for {
+		ack, err := js.PublishMsg(ctx, again, jetstream.WithMsgID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ack.Duplicate {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // until the duplicate window has passed
 	}
 	// Taken and never answered, until the consumer gives up on it.
 	go func() {
@@ -324,5 +343,97 @@ func TestForgedBatchHeartbeats(t *testing.T) {
 	}
 	if n != len(odd) {
 		t.Errorf("%d heartbeats dropped, want %d (the odd ones): %q", n, len(odd), logged)
+	}
+}
+
+// A split that can queue only some members of a batch handed out again
+// runs the rest itself: each member runs once, whichever way it went,
+// and its engine gets one outcome for it.
+func TestPartialSplitRunsRest(t *testing.T) {
+	url := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	inv := echoInvocation(t)
+	engine := hex32()
+	var members [][]byte
+	var ids []string
+	for i := range 3 {
+		id := hex32()
+		ids = append(ids, id)
+		members = append(members, member(t, inv, engine, id, "", fmt.Sprintf("m%d", i)))
+	}
+	deliverTwice(ctx, t, url, batchBody(t, natsengine.TypeInvocations, members...))
+	js, _ := jetstream.New(connect(t, url))
+	// The work stream full after one message more: the split's second
+	// publish fails, as any publish may (a timeout, a leader election).
+	st, err := js.Stream(ctx, "HG_WORK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 2, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	res := newResultReader(ctx, t, js, engine)
+	log := startLoggedWorker(ctx, t, url, natsengine.WorkerOptions{Key: workerKeys[0], Jobs: 2})
+	log.waitFor(ctx, "every member done", func() bool { return len(log.of(natsengine.EventDone, "*")) >= len(ids) })
+	waitQueueEmpty(ctx, t, js)
+	if len(log.of(natsengine.EventHandedBack, "*")) == 0 {
+		t.Fatal("no member was queued again on its own: the split was not tried")
+	}
+	took := map[string]int{}
+	for _, ev := range log.of(natsengine.EventTook, "*") {
+		took[ev.ID]++
+	}
+	outs := map[string]int{}
+	for _, r := range res.drain(ctx, t) {
+		outs[r.ID]++
+	}
+	for _, id := range ids {
+		if took[id] != 1 || outs[id] != 1 {
+			t.Errorf("member %s taken %d times, %d outcomes; want 1 and 1", id, took[id], outs[id])
+		}
+	}
+}
+
+// A worker that heard an engine give up on an invocation does not start
+// it when it takes it later, in a batch whose other member is still
+// wanted (the message stays on the queue for that one): it says it
+// stopped it, and runs the other.
+func TestCancelledMemberNotStarted(t *testing.T) {
+	url := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	newEngine(t, url, natsengine.Options{}) // the streams
+	js, _ := jetstream.New(connect(t, url))
+	inv := echoInvocation(t)
+	engine, gone, wanted := hex32(), hex32(), hex32()
+	res := newResultReader(ctx, t, js, engine)
+	log := startLoggedWorker(ctx, t, url, natsengine.WorkerOptions{Key: workerKeys[0], Jobs: 2})
+	nc := connect(t, url)
+	if err := nc.Publish("hg.cancel."+gone, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the worker hears it: a core message, no event of its own
+	body := batchBody(t, natsengine.TypeInvocations, member(t, inv, engine, gone, "", "gone"), member(t, inv, engine, wanted, "", "wanted"))
+	if _, err := js.Publish(ctx, "hg.work.batch-"+hex32(), body); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(ctx, "the wanted member done", func() bool { return len(log.of(natsengine.EventDone, wanted)) == 1 })
+	waitQueueEmpty(ctx, t, js)
+	if n := len(log.of(natsengine.EventTook, gone)); n != 0 {
+		t.Errorf("the invocation given up on was taken %d times", n)
+	}
+	if len(log.of(natsengine.EventStopped, gone)) != 1 {
+		t.Errorf("no stopped event for the invocation given up on")
+	}
+	for _, r := range res.drain(ctx, t) {
+		if r.ID == gone {
+			t.Errorf("an outcome for the invocation given up on: %+v", r)
+		}
 	}
 }

@@ -162,17 +162,33 @@
 // was lost) may hold invocations already answered. Before it runs such a
 // message, a worker asks each engine its members name, on the core
 // subject hg.want.ENGINE, {"type": "hg/nats-want@1", "ids": [...]}, and
-// the engine answers with the same body holding the ids it still waits
-// for; the worker runs only those ("skipped" the others). An engine that
-// does not answer within two seconds gets every member run. The answer
-// is information, never evidence: whoever can answer it could as well
-// cancel the invocations, and no one can make a scheduler accept
-// anything by it.
+// the engine answers, on the asker's inbox only, with the same body
+// holding the ids it still waits for; the worker runs only those
+// ("skipped" the others). An engine that does not answer within two
+// seconds gets every member run. The answer is information, never
+// evidence: whoever can answer it could as well cancel the invocations,
+// and no one can make a scheduler accept anything by it.
+//
+// A batch handed out again then runs no more as a batch: the worker
+// queues each member it still has to run as a message of its own, on
+// hg.work.ID with message id ID and the header Hg-Queued-Again (whose
+// taker asks the want question too), and acks the batch; members it could
+// not queue it runs itself. So a member that brings its workers down is
+// handed out, and fails at the consumer's MaxDeliver, alone: the engine
+// finds an invocation so queued by its subject when the server's
+// max-deliveries advisory names a sequence it did not publish (a message
+// with that header and message id only, a few looked up at once).
 //
 // The engine takes a message off the queue once every invocation in it
 // is answered or given up on; an invocation given up on while others of
-// its message are open is only cancelled. The server's max-deliveries
-// advisory for a message fails every invocation in it.
+// its message are open is only cancelled, and every worker remembers a
+// cancelled id for an hour (at most 16,384 of them) and does not start
+// it ("stopped"). A worker that was not connected when the cancel went
+// out does not know of it: a scheduler gives up on a run's invocations
+// all together, so that this happens only to a caller of [Engine.Invoke]
+// that gives up on one of several it made at once. The server's
+// max-deliveries advisory for a batch fails every invocation still
+// open in it.
 //
 // When a batch of outcomes arrives, the engine checks the signatures of
 // the receipts it carries as one batch ([ledger.Signatures.PrecheckReceipts],

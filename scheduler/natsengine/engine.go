@@ -97,6 +97,7 @@ type Engine struct {
 	adv      *nats.Subscription
 	beats    *nats.Subscription
 	wants    *nats.Subscription
+	advising chan struct{} // max-deliveries advisories being looked up
 
 	conn     sync.Mutex
 	downAt   time.Time // when the server was lost; zero while connected
@@ -197,6 +198,7 @@ func New(nc *nats.Conn, opts Options) (*Engine, error) {
 		put: put,
 	}
 	e.queue = &dispatcher{e: e, max: opts.MaxBatch}
+	e.advising = make(chan struct{}, 4)
 	e.gone = newForgetter(nc, work, e.workersAckWait, e.closed)
 	e.consName = "hg-engine-" + e.id
 	cons, err := js.CreateConsumer(ctx, opts.Results, jetstream.ConsumerConfig{
@@ -775,7 +777,15 @@ func (e *Engine) onAdvisory(m *nats.Msg) {
 		// Not a message this engine published: one a worker queued again
 		// on its own from a batch handed out again (worker.split), or
 		// another engine's. Its subject names its invocation.
-		go e.adviseQueuedAgain(a.StreamSeq, a.Deliveries)
+		select {
+		case e.advising <- struct{}{}: // a few at a time; more are dropped
+			go func() {
+				defer func() { <-e.advising }()
+				e.adviseQueuedAgain(a.StreamSeq, a.Deliveries)
+			}()
+		default:
+			e.opts.Log("natsengine: max deliveries of message %d: too many looked up at once, dropped", a.StreamSeq)
+		}
 		return
 	}
 	for _, w := range ws {
@@ -796,7 +806,12 @@ func (e *Engine) adviseQueuedAgain(seq, deliveries uint64) {
 		e.opts.Log("natsengine: max deliveries of message %d: %v", seq, err)
 		return
 	}
+	// Only a member queued again on its own, as a worker's split makes
+	// it: its message id is its invocation id.
 	id := lastToken(raw.Subject)
+	if raw.Header.Get(queuedAgainHeader) == "" || raw.Header.Get(jetstream.MsgIDHeader) != id {
+		return
+	}
 	e.mu.Lock()
 	w := e.waiting[id]
 	e.mu.Unlock()

@@ -126,6 +126,7 @@ type worker struct {
 	mu      sync.Mutex
 	pkgs    map[cid.Cid]*pkgEntry
 	running map[string]context.CancelFunc // by invocation id
+	gaveUp  cancelledSet                  // invocations their engines gave up on
 }
 
 // pkgEntry is a package this worker unpacked and loaded, kept for the
@@ -349,6 +350,10 @@ func (w *worker) run(ctx context.Context, msg jetstream.Msg, req *Request) (sett
 		w.event(WorkerEvent{Event: EventDropped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up at " + req.Deadline.Format(time.RFC3339)})
 		return ended, "past its deadline"
 	}
+	if w.gaveUp.has(req.ID) {
+		w.event(WorkerEvent{Event: EventStopped, ID: req.ID, Run: inv.Run, Node: inv.Node, Error: "its engine gave up on it before it started"})
+		return ended, "cancelled by its engine"
+	}
 	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
 	w.mu.Lock()
@@ -548,8 +553,13 @@ func (w *worker) unpack(ctx context.Context, req *Request, ent *pkgEntry) error 
 
 // onCancel stops an invocation its engine gave up on.
 func (w *worker) onCancel(m *nats.Msg) {
+	id := lastToken(m.Subject)
+	if !validID(id) {
+		return
+	}
+	w.gaveUp.add(id)
 	w.mu.Lock()
-	cancel := w.running[lastToken(m.Subject)]
+	cancel := w.running[id]
 	w.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -48,13 +49,17 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 	beats := w.newBeats()
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
 	reqs = w.stillWanted(ctx, msg, reqs)
-	if len(reqs) > 1 && w.split(ctx, msg, reqs, raws) {
-		stop()
-		slots.put()
-		if err := msg.Ack(); err != nil {
-			w.event(WorkerEvent{Event: EventError, Error: "ack: " + err.Error()})
+	if len(reqs) > 1 {
+		// Those queued again on their own are handed off; should some
+		// not be, the batch runs what is left.
+		if reqs = w.split(ctx, msg, reqs, raws); len(reqs) == 0 {
+			stop()
+			slots.put()
+			if err := msg.Ack(); err != nil {
+				w.event(WorkerEvent{Event: EventError, Error: "ack: " + err.Error()})
+			}
+			return
 		}
-		return
 	}
 	// The engines hear at once who took their invocations: one heartbeat
 	// for all of an engine's members of the message.
@@ -101,13 +106,25 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 	}
 }
 
+// mayHaveMissed reports whether msg may hold an invocation its engine
+// has the outcome of, or gave up on, that this worker cannot know of, so
+// that its engines are asked (stillWanted): msg was handed out before, or
+// is a member queued again on its own. A batch's invocations given up on
+// while others keep the message on the queue are skipped by a worker that
+// heard their cancels ([cancelledSet]); a scheduler gives up on all of a
+// run's invocations together, and the message of those goes whole.
+func (w *worker) mayHaveMissed(msg jetstream.Msg, meta *jetstream.MsgMetadata) bool {
+	return meta.NumDelivered > 1 || msg.Headers().Get(queuedAgainHeader) != ""
+}
+
 // stillWanted returns those of reqs that their engines still wait for,
-// when msg was handed out before (see [TypeWant]): an invocation whose
+// when msg may hold one that is not (mayHaveMissed; see [TypeWant]): one
+// whose
 // outcome its engine has is not run again. An engine that does not
 // answer gets all of its invocations run.
 func (w *worker) stillWanted(ctx context.Context, msg jetstream.Msg, reqs []*Request) []*Request {
 	meta, err := msg.Metadata()
-	if err != nil || meta.NumDelivered <= 1 || len(reqs) == 0 {
+	if err != nil || len(reqs) == 0 || !w.mayHaveMissed(msg, meta) {
 		return reqs
 	}
 	byEngine := map[string][]string{}
@@ -140,32 +157,39 @@ func (w *worker) stillWanted(ctx context.Context, msg jetstream.Msg, reqs []*Req
 	return out
 }
 
+// queuedAgainHeader marks a member of a batch queued again on its own
+// (split): a worker that takes it asks its engine whether it still waits
+// for it, as for a message handed out again. A forged one costs a
+// question.
+const queuedAgainHeader = "Hg-Queued-Again"
+
 // split puts each of reqs (raws holds their bodies) back on the queue as
-// a message of its own when msg was handed out before, and reports
-// whether it did so for all of them (the caller then acks msg; if not,
-// the batch runs as it is). A batch handed out again may hold an
-// invocation that brought its worker down; alone, it is handed out, and
-// fails at the consumer's MaxDeliver, alone, not taking its batch with
-// it. The message id of each is its invocation id, so a split made
-// twice queues each once.
-func (w *worker) split(ctx context.Context, msg jetstream.Msg, reqs []*Request, raws map[string][]byte) bool {
+// a message of its own when msg was handed out before, and returns those
+// it could not (all of them if msg was not handed out before): the
+// caller runs what is left, and acks msg. A batch handed out again may
+// hold an invocation that brought its worker down; alone, it is handed
+// out, and fails at the consumer's MaxDeliver, alone, not taking its
+// batch with it. The message id of each is its invocation id, so a split
+// made twice within the stream's duplicate window queues each once.
+func (w *worker) split(ctx context.Context, msg jetstream.Msg, reqs []*Request, raws map[string][]byte) []*Request {
 	meta, err := msg.Metadata()
 	if err != nil || meta.NumDelivered <= 1 {
-		return false
+		return reqs
 	}
-	for _, r := range reqs {
+	for i, r := range reqs {
+		m := nats.NewMsg(w.o.workSubject(r.ID))
+		m.Data = raws[r.ID]
+		m.Header.Set(queuedAgainHeader, "1")
 		pctx, cancel := context.WithTimeout(ctx, replyAttempt)
-		_, err := w.js.Publish(pctx, w.o.workSubject(r.ID), raws[r.ID], jetstream.WithMsgID(r.ID), jetstream.WithExpectStream(w.o.Stream))
+		_, err := w.js.PublishMsg(pctx, m, jetstream.WithMsgID(r.ID), jetstream.WithExpectStream(w.o.Stream))
 		cancel()
 		if err != nil {
 			w.event(WorkerEvent{Event: EventError, ID: r.ID, Run: r.Invocation.Run, Node: r.Invocation.Node, Error: "split: " + err.Error()})
-			return false
+			return reqs[i:]
 		}
-	}
-	for _, r := range reqs {
 		w.event(WorkerEvent{Event: EventHandedBack, ID: r.ID, Run: r.Invocation.Run, Node: r.Invocation.Node, Error: "its batch was handed out again: queued again as a message of its own"})
 	}
-	return true
+	return nil
 }
 
 // engineOf returns the ENGINE token of a reply subject PREFIX.result.ENGINE.ID
