@@ -288,7 +288,10 @@
 // stream once which answered invocations it still holds and deletes
 // those answered over 2 seconds before (the worker's own ack has removed
 // the others), and at Close all it still holds: one request a second,
-// not one an invocation, and well inside the ack wait.
+// not one an invocation, and well inside the ack wait. A member a worker
+// queued again on its own (below) is not the engine's message and is
+// not swept: should its ack be lost, the want question keeps it from
+// running again for as long as its engine answers.
 //
 // A worker's AckWait is 15 seconds by default ([WorkerOptions.AckWait]),
 // kept alive by progress acks every AckWait/3: a worker that is killed
