@@ -15,9 +15,11 @@ import (
 // Names are the NATS names an engine and its workers share. The zero
 // value means the defaults; both sides must use the same names.
 type Names struct {
-	// Prefix of every subject: PREFIX.work.ID (invocations),
-	// PREFIX.result.ENGINE.ID (notices and outcomes), PREFIX.cancel.ID
-	// (an engine gave up). Default "hg".
+	// Prefix of every subject: PREFIX.work.ID or PREFIX.work.batch-TOKEN
+	// (invocations), PREFIX.result.ENGINE.ID or .batch-TOKEN (outcomes),
+	// PREFIX.cancel.ID (an engine gave up), PREFIX.beat.ENGINE.ID or
+	// .batch-TOKEN (heartbeats), PREFIX.want.ENGINE (the want question).
+	// Default "hg".
 	Prefix string
 	// Stream is the work-queue stream of invocations. Default "HG_WORK".
 	Stream string
