@@ -3,7 +3,6 @@ package natsengine_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// hexID is a fresh invocation or engine id: 32 hex digits.
-func hexID() string { return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64()) }
 
 // A batch handed out again (its first worker died with it) runs no more
 // as a batch: the worker that gets it queues each member again as a
@@ -49,7 +45,7 @@ func TestBatchHandedOutAgainSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := hexID()
+	engine := hex32()
 	results, err := js.CreateConsumer(ctx, "HG_RESULTS", jetstream.ConsumerConfig{FilterSubject: "hg.result." + engine + ".>", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +56,7 @@ func TestBatchHandedOutAgainSplit(t *testing.T) {
 	ids := map[string]bool{}
 	var members []any
 	for i := range n {
-		id := hexID()
+		id := hex32()
 		ids[id] = true
 		one := inv
 		one.Node = fmt.Sprintf("n%d", i)
@@ -72,7 +68,7 @@ func TestBatchHandedOutAgainSplit(t *testing.T) {
 		members = append(members, cbor.RawMessage(data))
 	}
 	batch := mustMarshal(t, map[string]any{"type": natsengine.TypeInvocations, "invocations": members})
-	if _, err := js.Publish(ctx, "hg.work.batch-"+hexID(), batch); err != nil {
+	if _, err := js.Publish(ctx, "hg.work.batch-"+hex32(), batch); err != nil {
 		t.Fatal(err)
 	}
 	first, err := cons.Next(jetstream.FetchContext(ctx))
@@ -232,10 +228,10 @@ func TestWantAnswersOnlyInbox(t *testing.T) {
 	url := startServer(t)
 	e := newEngine(t, url, natsengine.Options{})
 	nc := connect(t, url)
-	ask := mustMarshal(t, map[string]any{"type": natsengine.TypeWant, "ids": []any{hexID()}})
+	ask := mustMarshal(t, map[string]any{"type": natsengine.TypeWant, "ids": []any{hex32()}})
 	subject := "hg.want." + e.ID()
 
-	for _, reply := range []string{"hg.result." + e.ID() + "." + hexID(), "$JS.API.STREAM.DELETE.HG_WORK"} {
+	for _, reply := range []string{"hg.result." + e.ID() + "." + hex32(), "$JS.API.STREAM.DELETE.HG_WORK"} {
 		sub, err := nc.SubscribeSync(reply)
 		if err != nil {
 			t.Fatal(err)
@@ -319,9 +315,9 @@ func TestForgedBatchHeartbeats(t *testing.T) {
 		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{id}, "worker": forger, "done": true}),
 		mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeat, "ids": []any{id}, "worker": forger}),
 	}
-	good := mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{hexID(), id}, "worker": forger})
+	good := mustMarshal(t, map[string]any{"type": natsengine.TypeHeartbeats, "ids": []any{hex32(), id}, "worker": forger})
 	for _, b := range append(odd, good) {
-		if err := nc.Publish("hg.beat."+e.ID()+".batch-"+hexID(), b); err != nil {
+		if err := nc.Publish("hg.beat."+e.ID()+".batch-"+hex32(), b); err != nil {
 			t.Fatal(err)
 		}
 	}

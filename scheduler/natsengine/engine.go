@@ -650,7 +650,10 @@ func (e *Engine) outcome(ctx context.Context, inv scheduler.Invocation, id strin
 // its message (msg, if published) from the work queue.
 func (e *Engine) abandon(id string, msg *sent, remove bool) {
 	_ = e.nc.Publish(e.opts.cancelSubject(id), nil)
-	if msg == nil || !remove || !e.nc.IsConnected() {
+	if msg == nil || !remove {
+		return // not published, or others of its message are open
+	}
+	if !e.nc.IsConnected() {
 		// No server to ask: a worker that takes the message later
 		// drops it, past its deadline.
 		return
@@ -681,7 +684,7 @@ func (e *Engine) deleteObject(name string) {
 func (e *Engine) onResult(m jetstream.Msg) {
 	defer func() { _ = m.Ack() }()
 	id := lastToken(m.Subject())
-	if strings.HasPrefix(id, batchToken) {
+	if isBatchToken(id) {
 		e.onBatch(m.Subject(), m.Data())
 		return
 	}
@@ -744,10 +747,7 @@ func (e *Engine) onBeat(m *nats.Msg) {
 		e.opts.Log("natsengine: heartbeat on %s: %v", m.Subject, err)
 		return
 	}
-	select {
-	case w.events <- event{beat: hb.Worker}:
-	default: // a busy Invoke misses a heartbeat: the next one will do
-	}
+	e.heard(id, hb.Worker)
 }
 
 // onAdvisory fails the invocation the work consumer gave up on.
@@ -789,10 +789,7 @@ func (e *Engine) onAdvisory(m *nats.Msg) {
 		return
 	}
 	for _, w := range ws {
-		select {
-		case w.events <- event{deliveries: a.Deliveries}:
-		case <-w.done:
-		}
+		e.hand(w, event{deliveries: a.Deliveries})
 	}
 }
 
@@ -815,11 +812,7 @@ func (e *Engine) adviseQueuedAgain(seq, deliveries uint64) {
 	e.mu.Lock()
 	w := e.waiting[id]
 	e.mu.Unlock()
-	if w == nil {
-		return
-	}
-	select {
-	case w.events <- event{deliveries: deliveries}:
-	case <-w.done:
+	if w != nil {
+		e.hand(w, event{deliveries: deliveries})
 	}
 }

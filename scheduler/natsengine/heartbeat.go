@@ -3,7 +3,6 @@ package natsengine
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/haygent/hg/cas"
@@ -118,19 +117,21 @@ func (e *Engine) onBeats(m *nats.Msg) {
 		return
 	}
 	for _, id := range hb.IDs {
-		e.mu.Lock()
-		w := e.waiting[id]
-		e.mu.Unlock()
-		if w == nil {
-			continue
-		}
-		select {
-		case w.events <- event{beat: hb.Worker}:
-		default: // a busy Invoke misses a heartbeat: the next one will do
-		}
+		e.heard(id, hb.Worker)
 	}
 }
 
-// isBatchToken reports whether a subject's last token names several
-// invocations rather than one.
-func isBatchToken(token string) bool { return strings.HasPrefix(token, batchToken) }
+// heard tells the Invoke waiting for invocation id, if any, that worker
+// says it runs it. A busy Invoke misses a heartbeat: the next one will do.
+func (e *Engine) heard(id, worker string) {
+	e.mu.Lock()
+	w := e.waiting[id]
+	e.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.events <- event{beat: worker}:
+	default:
+	}
+}

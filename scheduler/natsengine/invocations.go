@@ -157,11 +157,7 @@ func (d *dispatcher) drain() {
 			d.mu.Unlock()
 			return
 		}
-		n, size := 1, batchOverhead+len(d.pending[0].data)
-		for n < len(d.pending) && n < d.max && size+len(d.pending[n].data)+4 <= d.e.limit {
-			size += len(d.pending[n].data) + 4
-			n++
-		}
+		n := batchLen(len(d.pending), d.max, d.e.limit, func(i int) int { return len(d.pending[i].data) })
 		take := d.pending[:n:n]
 		d.pending = d.pending[n:]
 		d.mu.Unlock()
@@ -227,8 +223,8 @@ func (d *dispatcher) publishBatch(take []*queuedInvocation) (*sent, error) {
 	return msg, nil
 }
 
-// settle notes that the invocation id of msg is answered or given up
-// on, and reports whether msg has no open invocation left.
+// settle notes that one invocation of msg is answered or given up on,
+// and reports whether msg has no open invocation left.
 func (e *Engine) settle(msg *sent) bool {
 	if msg == nil {
 		return false

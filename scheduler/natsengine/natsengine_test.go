@@ -17,7 +17,6 @@ import (
 	"github.com/haygent/hg/haygent/verify"
 	"github.com/haygent/hg/scheduler"
 	"github.com/haygent/hg/scheduler/natsengine"
-	"github.com/ipfs/go-cid"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -222,27 +221,9 @@ func TestUntrustedWorkerRejected(t *testing.T) {
 // echoInvocation is an invocation of the echo Haygent.
 func echoInvocation(t *testing.T) scheduler.Invocation {
 	t.Helper()
-	ms := memstore.New()
-	ctx := context.Background()
-	root, err := cas.PutTree(ctx, ms, "../../fixtures/haygents/echo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []cas.Block
-	err = ms.AllKeys(ctx, func(c cid.Cid, _ int) error {
-		data, err := ms.Get(ctx, c)
-		if err != nil {
-			return err
-		}
-		b, err := cas.NewBlockWithCID(c, data)
-		blocks = append(blocks, b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scheduler.Invocation{Run: "run-test", Node: "seed", Package: root, PackageBlocks: blocks,
-		Input: map[string]any{"value": "hello", "trail": []any{"seed"}}}
+	inv := fixtureInvocation(t, "../../fixtures/haygents/echo", map[string]any{"value": "hello", "trail": []any{"seed"}})
+	inv.Node = "seed"
+	return inv
 }
 
 // tamper flips a byte in the middle of the largest package block's data

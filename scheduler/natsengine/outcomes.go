@@ -43,9 +43,6 @@ import (
 // more.
 const MaxBatchOutcomes = 32
 
-// batchToken starts the last subject token of a batched reply.
-const batchToken = "batch-"
-
 // wireOutcomes is the body of a batched reply message.
 type wireOutcomes struct {
 	Type     string      `cbor:"type"`
@@ -57,10 +54,6 @@ type encodedOutcomes struct {
 	Type     string            `cbor:"type"`
 	Outcomes []cbor.RawMessage `cbor:"outcomes"`
 }
-
-// batchOverhead bounds the bytes a batch adds to its members'
-// encodings: its map header, type and key, and the array's header.
-const batchOverhead = 64
 
 // errOversize is the error of a batch of too many members.
 var errOversize = fmt.Errorf("%w: a batch of more than %d outcomes", ErrRefused, MaxBatchOutcomes)
@@ -196,11 +189,7 @@ func (b *batcher) drain(prefix string, rq *replyQueue) {
 			b.mu.Unlock()
 			return
 		}
-		n, size := 1, batchOverhead+len(rq.pending[0].data)
-		for n < len(rq.pending) && n < MaxBatchOutcomes && size+len(rq.pending[n].data) <= b.limit {
-			size += len(rq.pending[n].data)
-			n++
-		}
+		n := batchLen(len(rq.pending), MaxBatchOutcomes, b.limit, func(i int) int { return len(rq.pending[i].data) })
 		take := rq.pending[:n:n]
 		rq.pending = rq.pending[n:]
 		b.mu.Unlock()

@@ -254,7 +254,7 @@ func Serve(ctx context.Context, nc *nats.Conn, o WorkerOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if strings.HasPrefix(lastToken(msg.Subject()), batchToken) {
+			if isBatchToken(lastToken(msg.Subject())) {
 				w.handleBatch(ctx, msg, slots)
 				return
 			}
@@ -297,17 +297,8 @@ func settleMsg(msg jetstream.Msg, s settlement, reason string) error {
 
 // handle carries out a work message of one invocation.
 func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
-	req, err := DecodeRequest(msg.Data())
-	if err == nil && lastToken(msg.Subject()) != req.ID {
-		err = fmt.Errorf("%w: invocation %s on the subject %s", ErrRefused, req.ID, msg.Subject())
-	}
-	if req != nil && !w.validReply(req.ID, req.Reply) {
-		w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: fmt.Sprintf("reply subject %q is not a result subject", req.Reply)})
-		_ = msg.TermWithReason("bad reply subject")
-		return
-	}
-	if err != nil {
-		w.refuse(ctx, msg, req, err)
+	req := w.judge(ctx, msg, msg.Data(), lastToken(msg.Subject()), nil)
+	if req == nil {
 		_ = msg.TermWithReason("refused")
 		return
 	}
@@ -326,6 +317,35 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if err := settleMsg(msg, s, reason); err != nil && s == answered {
 		w.event(WorkerEvent{Event: EventError, ID: req.ID, Run: req.Invocation.Run, Node: req.Invocation.Node, Error: "ack: " + err.Error()})
 	}
+}
+
+// judge decodes a request body (a message's, or a batch member's) and
+// returns it, or nil when it is refused: it does not decode strictly or
+// verify, it names an invocation other than subjectID (when not empty),
+// its reply subject is not a result subject, or its id is in seen (a
+// batch's ids so far; nil for a message of one). Its engine is told why
+// when it can be named without answering for another invocation.
+func (w *worker) judge(ctx context.Context, msg jetstream.Msg, body []byte, subjectID string, seen map[string]bool) *Request {
+	req, err := DecodeRequest(body)
+	if err == nil && subjectID != "" && subjectID != req.ID {
+		err = fmt.Errorf("%w: invocation %s on the subject %s", ErrRefused, req.ID, msg.Subject())
+	}
+	switch {
+	case req != nil && seen[req.ID]:
+		w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: "named twice in one batch"})
+		return nil
+	case req != nil && !w.validReply(req.ID, req.Reply):
+		w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: fmt.Sprintf("reply subject %q is not a result subject", req.Reply)})
+		return nil
+	}
+	if req != nil && seen != nil {
+		seen[req.ID] = true
+	}
+	if err != nil {
+		w.refuse(ctx, msg, req, err)
+		return nil
+	}
+	return req
 }
 
 // refuse says that a message or a member of a batch did not decode, and

@@ -2,7 +2,6 @@ package natsengine
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -27,24 +26,10 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 	raws := make(map[string][]byte, len(members)) // the bodies of reqs, by id
 	seen := make(map[string]bool, len(members))
 	for _, raw := range members {
-		req, err := DecodeRequest(raw)
-		switch {
-		case req != nil && seen[req.ID]:
-			w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: "named twice in one batch"})
-			continue
-		case req != nil && !w.validReply(req.ID, req.Reply):
-			w.event(WorkerEvent{Event: EventRefused, ID: req.ID, Error: fmt.Sprintf("reply subject %q is not a result subject", req.Reply)})
-			continue
-		case err != nil:
-			if req != nil {
-				seen[req.ID] = true
-			}
-			w.refuse(ctx, msg, req, err)
-			continue
+		if req := w.judge(ctx, msg, raw, "", seen); req != nil {
+			reqs = append(reqs, req)
+			raws[req.ID] = raw
 		}
-		seen[req.ID] = true
-		reqs = append(reqs, req)
-		raws[req.ID] = raw
 	}
 	beats := w.newBeats()
 	stop := keepAlive(msg, beatPeriod(w.o.AckWait), beats.beat)
@@ -113,7 +98,7 @@ func (w *worker) handleBatch(ctx context.Context, msg jetstream.Msg, slots *jobS
 // while others keep the message on the queue are skipped by a worker that
 // heard their cancels ([cancelledSet]); a scheduler gives up on all of a
 // run's invocations together, and the message of those goes whole.
-func (w *worker) mayHaveMissed(msg jetstream.Msg, meta *jetstream.MsgMetadata) bool {
+func mayHaveMissed(msg jetstream.Msg, meta *jetstream.MsgMetadata) bool {
 	return meta.NumDelivered > 1 || msg.Headers().Get(queuedAgainHeader) != ""
 }
 
@@ -124,7 +109,7 @@ func (w *worker) mayHaveMissed(msg jetstream.Msg, meta *jetstream.MsgMetadata) b
 // answer gets all of its invocations run.
 func (w *worker) stillWanted(ctx context.Context, msg jetstream.Msg, reqs []*Request) []*Request {
 	meta, err := msg.Metadata()
-	if err != nil || len(reqs) == 0 || !w.mayHaveMissed(msg, meta) {
+	if err != nil || len(reqs) == 0 || !mayHaveMissed(msg, meta) {
 		return reqs
 	}
 	byEngine := map[string][]string{}
